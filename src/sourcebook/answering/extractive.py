@@ -1,0 +1,99 @@
+"""Offline answers: the retrieved sentences that best answer the question, cited.
+
+No LLM is needed. Each sentence of the top chunks is scored by cosine similarity
+to the question (the same embedding model as retrieval) blended with content-word
+overlap; the best few, each followed by its source number, form the answer.
+When no sentence is relevant enough the answerer abstains instead of guessing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..embedders.base import Embedder
+from ..models import Answer, Citation, Hit
+from ..sentences import sentence_texts
+from .lexical import content_terms, overlap
+
+ABSTENTION_TEXT = "The knowledge base does not contain an answer to this question."
+
+# Blend of the two relevance signals; lexical overlap breaks ties between sentences
+# that embed alike, and penalises ones that share no words with the question.
+SEMANTIC_WEIGHT = 0.75
+LEXICAL_WEIGHT = 0.25
+# A sentence joins the answer when it scores within this margin of the best one.
+SELECTION_MARGIN = 0.12
+MIN_SENTENCE_WORDS = 4
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    text: str
+    hit: Hit
+    score: float
+    similarity: float
+
+
+@dataclass(frozen=True)
+class ExtractiveConfig:
+    min_similarity: float = 0.25
+    max_sentences: int = 4
+    # Logistic map from the best sentence score to confidence; the midpoint and slope
+    # were fitted on examples/questions.jsonl (answerable vs unanswerable questions).
+    confidence_midpoint: float = 0.45
+    confidence_slope: float = 12.0
+
+
+class ExtractiveAnswerer:
+    def __init__(self, embedder: Embedder, config: ExtractiveConfig) -> None:
+        self._embedder = embedder
+        self._config = config
+
+    def answer(self, question: str, hits: list[Hit], question_vector: np.ndarray) -> Answer:
+        scored = self._score_sentences(question, hits, question_vector)
+        best = scored[0] if scored else None
+        if best is None or best.similarity < self._config.min_similarity:
+            confidence = self._confidence(best.score) if best else 0.0
+            return Answer(question, ABSTENTION_TEXT, True, (), round(confidence, 4), tuple(hits))
+        chosen = [s for s in scored if s.score >= best.score - SELECTION_MARGIN][: self._config.max_sentences]
+        numbers: dict[str, int] = {}
+        parts: list[str] = []
+        citations: list[Citation] = []
+        for sentence in chosen:
+            chunk = sentence.hit.chunk
+            if chunk.id not in numbers:
+                numbers[chunk.id] = len(numbers) + 1
+            n = numbers[chunk.id]
+            parts.append(f"{sentence.text} [{n}]")
+            citations.append(
+                Citation(n, chunk.document_id, chunk.source, chunk.id, sentence.text, chunk.title, chunk.heading_path, chunk.page)
+            )
+        return Answer(question, " ".join(parts), False, tuple(citations), round(self._confidence(best.score), 4), tuple(hits))
+
+    def _score_sentences(self, question: str, hits: list[Hit], question_vector: np.ndarray) -> list[ScoredSentence]:
+        candidates: list[tuple[str, Hit]] = []
+        seen: set[str] = set()
+        for hit in hits:
+            for text in sentence_texts(hit.chunk.text):
+                key = " ".join(text.lower().split())
+                if len(text.split()) < MIN_SENTENCE_WORDS or key in seen:
+                    continue
+                seen.add(key)
+                candidates.append((text, hit))
+        if not candidates:
+            return []
+        vectors = self._embedder.embed_documents([text for text, _ in candidates])
+        similarities = vectors @ question_vector
+        terms = content_terms(question)
+        scored = [
+            ScoredSentence(text, hit, SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, text), float(sim))
+            for (text, hit), sim in zip(candidates, similarities, strict=True)
+        ]
+        return sorted(scored, key=lambda s: -s.score)
+
+    def _confidence(self, score: float) -> float:
+        c = self._config
+        return 1.0 / (1.0 + math.exp(-c.confidence_slope * (score - c.confidence_midpoint)))

@@ -1,0 +1,35 @@
+"""The `Embedder` protocol and its registry.
+
+An embedder turns texts into L2-normalised float32 vectors and counts tokens
+the way its model does, so the chunker can size chunks in the model's own tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+ProgressCallback = Callable[[int], None]
+"""Called with the number of texts just embedded (for progress bars)."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    """Recorded per collection; vectors from different names never mix."""
+    dimension: int
+    max_tokens: int
+    """Most content tokens (special tokens excluded) the model reads; more is truncated."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Content tokens of each text, special tokens excluded, without truncation."""
+
+    def embed_documents(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None
+    ) -> np.ndarray:
+        """Shape (len(texts), dimension), float32, unit length."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Shape (dimension,), float32, unit length."""

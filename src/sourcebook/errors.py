@@ -1,0 +1,91 @@
+"""Typed errors. Every error names what failed and what to do about it.
+
+One root, `SourcebookError`, so callers can catch everything Sourcebook raises
+without catching programming errors; subclasses let them react precisely
+(as httpx does with its exception hierarchy).
+"""
+
+from __future__ import annotations
+
+
+class SourcebookError(Exception):
+    """Root of every error Sourcebook raises on purpose."""
+
+    code = "sourcebook_error"
+
+
+class ConfigurationError(SourcebookError):
+    """Settings are invalid or a required component is missing."""
+
+    code = "configuration_error"
+
+
+class LoaderError(SourcebookError):
+    """A source could not be read or parsed. Names the source and the cause."""
+
+    code = "loader_error"
+
+    def __init__(self, source: str, cause: str) -> None:
+        self.source = source
+        self.cause = cause
+        super().__init__(f"{source}: {cause}")
+
+
+class UnsupportedFormatError(LoaderError):
+    """No loader handles this kind of source."""
+
+    code = "unsupported_format"
+
+
+class EmptyDocumentError(LoaderError):
+    """The source holds no extractable text."""
+
+    code = "empty_document"
+
+
+class FileTooLargeError(LoaderError):
+    """The source is larger than the configured limit."""
+
+    code = "file_too_large"
+
+
+class FetchError(LoaderError):
+    """A URL could not be fetched (unreachable, refused, bad status, too large)."""
+
+    code = "fetch_error"
+
+
+class BlockedURLError(FetchError):
+    """A URL points at a private or loopback address and settings do not allow it."""
+
+    code = "blocked_url"
+
+
+class EmbeddingError(SourcebookError):
+    """The embedding model could not be loaded or run."""
+
+    code = "embedding_error"
+
+
+class EmbeddingModelMismatchError(EmbeddingError):
+    """A collection was indexed with another model or dimension than the one configured."""
+
+    code = "embedding_model_mismatch"
+
+
+class StoreError(SourcebookError):
+    """The store could not be opened, read or written."""
+
+    code = "store_error"
+
+
+class DocumentNotFoundError(StoreError):
+    """No document matches the given id or source."""
+
+    code = "document_not_found"
+
+
+class InvalidQueryError(SourcebookError):
+    """A search request is malformed (empty query, bad mode, bad filter)."""
+
+    code = "invalid_query"

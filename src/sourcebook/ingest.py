@@ -1,0 +1,212 @@
+"""Ingestion: sources -> parsed documents -> chunks -> vectors -> store.
+
+Incremental by content hash at two levels:
+- a source whose bytes hash to the stored fingerprint is skipped before parsing;
+- a changed document reuses the stored vector of every chunk whose text (with its
+  prefix) is unchanged, so only new or edited chunks are embedded.
+
+Chunks of many documents are embedded together in large batches (the model is
+far faster per text in batches), then each document is written in its own
+transaction, so a failure never leaves a document half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .chunking import chunk_document
+from .embedders.base import Embedder
+from .errors import SourcebookError
+from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
+from .models import Chunk, DocumentStatus, IngestResult, ParsedDocument
+from .settings import Settings
+from .stores.base import Store
+
+# Chunks accumulated across documents before one embedding pass.
+EMBED_BATCH_CHUNKS = 256
+
+
+@dataclass(frozen=True)
+class IngestEvent:
+    """Progress of an ingestion, for progress bars: a finished source or embedded chunks."""
+
+    kind: str  # "planned" (total known), "document" (one source finished), "embedded"
+    count: int
+    result: IngestResult | None = None
+
+
+ProgressHandler = Callable[[IngestEvent], None]
+
+
+def document_id(collection: str, source: str) -> str:
+    """Stable id: the same source in the same collection is the same document."""
+    return hashlib.sha256(f"{collection}\x00{source}".encode()).hexdigest()[:16]
+
+
+def normalize_source(source: str) -> str:
+    """Keep the path as the user gave it, minus noise such as './' and '//'."""
+    if source.startswith(("http://", "https://")):
+        return source
+    return os.path.normpath(source)
+
+
+@dataclass
+class _Pending:
+    """A parsed document waiting for its missing vectors."""
+
+    doc_id: str
+    source: str
+    fingerprint: str
+    parsed: ParsedDocument
+    chunks: list[Chunk]
+    vectors: dict[str, np.ndarray]
+    missing: list[int]
+    action: str
+
+
+@dataclass
+class Ingestor:
+    store: Store
+    embedder: Embedder
+    settings: Settings
+    progress: ProgressHandler | None = None
+    _queue: list[_Pending] = field(default_factory=list)
+
+    def _emit(self, kind: str, count: int, result: IngestResult | None = None) -> None:
+        if self.progress:
+            self.progress(IngestEvent(kind, count, result))
+
+    def add(
+        self, sources: Iterable[str], collection: str, metadata: dict[str, Any] | None = None, fmt: str = "auto"
+    ) -> list[IngestResult]:
+        self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
+        results: list[IngestResult] = []
+        for item in self._items(list(sources), fmt):
+            result = self._prepare(item, collection, metadata or {})
+            if result is not None:
+                results.append(result)
+                self._emit("document", 1, result)
+            if sum(len(p.missing) for p in self._queue) >= EMBED_BATCH_CHUNKS:
+                results.extend(self._flush())
+        results.extend(self._flush())
+        return results
+
+    def _items(self, sources: list[str], fmt: str) -> Iterator[tuple[str, Callable[[], tuple[str, ParsedDocument | None, RawSource | None]]]]:
+        """(source, loader) pairs; the loader yields (fingerprint, parsed or None, raw or None)."""
+        if fmt == "beir":
+            from .loaders.beir import count_beir
+
+            self._emit("planned", sum(count_beir(path) for path in sources))
+            for path in sources:
+                for doc in iter_beir(path):
+                    yield doc.source, (lambda doc=doc: (doc.content_hash, doc, None))
+            return
+        if fmt != "auto":
+            raise SourcebookError(f"unknown format {fmt!r}; use 'auto' or 'beir'")
+        expanded = [normalize_source(s) for s in expand_sources(sources, self.settings.include, self.settings.exclude)]
+        self._emit("planned", len(expanded))
+        for source in expanded:
+            yield source, (lambda source=source: self._read(source))
+
+    def _read(self, source: str) -> tuple[str, None, RawSource]:
+        raw = read_source(source, self.settings)
+        return raw.fingerprint, None, raw
+
+    def _prepare(self, item: tuple[str, Callable[[], tuple[str, ParsedDocument | None, RawSource | None]]], collection: str, metadata: dict[str, Any]) -> IngestResult | None:
+        """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
+        source, load = item
+        doc_id = document_id(collection, source)
+        existing = self.store.get_document(doc_id)
+        try:
+            fingerprint, parsed, raw = load()
+            if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
+                return IngestResult(source, "unchanged", doc_id, str(existing.status), existing.chunk_count, 0)
+            if parsed is None:
+                assert raw is not None
+                parsed = parse(raw)
+            chunks = chunk_document(
+                parsed,
+                self.embedder.count_tokens,
+                min(self.settings.chunk_max_tokens, self.embedder.max_tokens),
+                self.settings.chunk_overlap,
+            )
+        except SourcebookError as exc:
+            return self._fail(existing is not None, doc_id, collection, source, exc)
+        self.store.upsert_document(
+            doc_id,
+            collection=collection,
+            source=source,
+            title=parsed.title,
+            media_type=parsed.media_type,
+            metadata={**parsed.metadata, **metadata},
+            status=DocumentStatus.PROCESSING,
+        )
+        hashes = [c.content_hash for c in chunks]
+        known = self.store.vectors_for_hashes(collection, hashes)
+        missing = [i for i, h in enumerate(hashes) if h not in known]
+        action = "updated" if existing else "added"
+        self._queue.append(_Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action))
+        return None
+
+    def _fail(self, existed: bool, doc_id: str, collection: str, source: str, exc: SourcebookError) -> IngestResult:
+        """Record a failure. A document already stored keeps its chunks and status untouched."""
+        code = getattr(exc, "code", "error")
+        if not existed:
+            self.store.upsert_document(
+                doc_id, collection=collection, source=source, title=os.path.basename(source) or source,
+                media_type="", metadata={}, status=DocumentStatus.ERROR, error=str(exc),
+            )
+        return IngestResult(source, "failed", doc_id, str(DocumentStatus.ERROR), 0, 0, str(exc), code)
+
+    def _flush(self) -> list[IngestResult]:
+        """Embed every queued missing chunk in one pass, then write each document."""
+        queue, self._queue = self._queue, []
+        texts = [p.chunks[i].embedding_text for p in queue for i in p.missing]
+        fresh = self.embedder.embed_documents(texts, progress=lambda n: self._emit("embedded", n)) if texts else None
+        results: list[IngestResult] = []
+        offset = 0
+        for pending in queue:
+            for i in pending.missing:
+                assert fresh is not None
+                pending.vectors[pending.chunks[i].content_hash] = fresh[offset]
+                offset += 1
+            results.append(self._write(pending))
+        return results
+
+    def _write(self, pending: _Pending) -> IngestResult:
+        try:
+            self._store_chunks(pending)
+        except SourcebookError as exc:
+            existed = pending.action == "updated"
+            if existed:  # the old chunks are intact: the document is still what it was
+                self.store.set_status(pending.doc_id, DocumentStatus.READY)
+            else:
+                self.store.set_status(pending.doc_id, DocumentStatus.ERROR, str(exc))
+            result = IngestResult(pending.source, "failed", pending.doc_id, None, 0, 0, str(exc), exc.code)
+        else:
+            result = IngestResult(
+                pending.source, pending.action, pending.doc_id, str(DocumentStatus.READY), len(pending.chunks), len(pending.missing)
+            )
+        self._emit("document", 1, result)
+        return result
+
+    def _store_chunks(self, pending: _Pending) -> None:
+        dim = self.embedder.dimension
+        matrix = (
+            np.stack([pending.vectors[c.content_hash] for c in pending.chunks]).astype(np.float32)
+            if pending.chunks
+            else np.zeros((0, dim), dtype=np.float32)
+        )
+        self.store.replace_chunks(
+            pending.doc_id,
+            content_hash=pending.fingerprint,
+            title=pending.parsed.title,
+            chunks=pending.chunks,
+            vectors=matrix,
+        )

@@ -1,0 +1,182 @@
+"""The `KnowledgeBase` facade: the one object the CLI, the HTTP API and users call.
+
+It wires store, embedder, retriever and answerer from `Settings` and never lets
+callers reach past it. The embedding model loads lazily: listing documents or
+removing one does not pay for loading a model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .answering.extractive import ExtractiveAnswerer, ExtractiveConfig
+from .embedders import create_embedder
+from .embedders.base import Embedder
+from .errors import DocumentNotFoundError, InvalidQueryError
+from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
+from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
+from .retrieval import Retriever, SearchOptions
+from .settings import RetrievalMode, Settings
+from .stores import open_store
+from .stores.base import Store
+
+DEFAULT_COLLECTION = "default"
+
+
+class KnowledgeBase:
+    """Documents in, cited answers out. Use `KnowledgeBase.open(path)`."""
+
+    def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self._embedder = embedder
+        self._retriever = Retriever(store, lambda: self.embedder)
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, settings: Settings | None = None, **overrides: Any) -> KnowledgeBase:
+        """Open (creating if needed) the knowledge base at `path` (default: settings.db)."""
+        settings = settings or Settings()
+        if overrides:
+            settings = settings.model_copy(update=overrides)
+        if path is not None:
+            settings = settings.model_copy(update={"db": str(path)})
+        return cls(open_store(settings.db), settings)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = create_embedder(self.settings)
+        return self._embedder
+
+    # Ingestion -----------------------------------------------------------
+    def add(
+        self,
+        sources: str | Path | Sequence[str | Path],
+        collection: str = DEFAULT_COLLECTION,
+        *,
+        metadata: dict[str, Any] | None = None,
+        format: str = "auto",
+        progress: ProgressHandler | None = None,
+    ) -> list[IngestResult]:
+        """Add files, folders or URLs (or a BEIR corpus.jsonl with format="beir").
+
+        Unchanged sources cost a hash; changed ones re-embed only changed chunks.
+        A bad source yields a "failed" result and never stops the others.
+        """
+        items = [sources] if isinstance(sources, (str, Path)) else list(sources)
+        ingestor = Ingestor(self.store, self.embedder, self.settings, progress)
+        return ingestor.add([str(s) for s in items], collection, metadata, format)
+
+    def sync(
+        self, directory: str | Path, collection: str = DEFAULT_COLLECTION, *, progress: ProgressHandler | None = None
+    ) -> list[IngestResult]:
+        """Make the collection mirror a folder: add new and changed files, remove vanished ones."""
+        results = self.add(str(directory), collection, progress=progress)
+        root = os.path.abspath(directory)
+        for record in self.store.list_documents(collection):
+            path = record.metadata.get("path")
+            if not path or not str(path).startswith(root + os.sep) or os.path.exists(path):
+                continue
+            self.store.delete_document(record.id)
+            results.append(IngestResult(record.source, "removed", record.id, None, 0, 0))
+        return results
+
+    def remove(self, document: str, collection: str | None = None) -> DocumentRecord:
+        """Remove a document (by id or by source) with its chunks, vectors and index rows."""
+        record = self.document(document, collection)
+        self.store.delete_document(record.id)
+        return record
+
+    # Reading -------------------------------------------------------------
+    def documents(self, collection: str | None = None, status: DocumentStatus | str | None = None) -> list[DocumentRecord]:
+        return self.store.list_documents(collection, DocumentStatus(status) if status else None)
+
+    def document(self, document: str, collection: str | None = None) -> DocumentRecord:
+        """Find a document by id, or by source (as given to `add`), optionally in one collection."""
+        record = self.store.get_document(document)
+        if record and (collection is None or record.collection == collection):
+            return record
+        collections = [collection] if collection else [c.name for c in self.store.collections()]
+        source = normalize_source(document)
+        matches = [r for c in collections if (r := self.store.get_document(document_id(c, source)))]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise DocumentNotFoundError(f"no document with id or source {document!r}")
+        raise DocumentNotFoundError(
+            f"{document!r} is in several collections ({', '.join(r.collection for r in matches)}); name one"
+        )
+
+    def chunks(self, document: str, collection: str | None = None) -> list[StoredChunk]:
+        return self.store.document_chunks(self.document(document, collection).id)
+
+    def status(self) -> dict[str, Any]:
+        stats = self.store.stats()
+        stats["embedding_model"] = self.settings.embedding_model
+        return stats
+
+    # Retrieval -----------------------------------------------------------
+    def _options(self, **overrides: Any) -> SearchOptions:
+        filters = SearchFilter.build(overrides.pop("collection", None), overrides.pop("document_ids", None), overrides.pop("metadata", None))
+        return SearchOptions.from_settings(self.settings, filters=filters, **overrides)
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: RetrievalMode | None = None,
+        top_k: int | None = None,
+        collection: str | Sequence[str] | None = None,
+        document_ids: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        min_score: float | None = None,
+        per_document: int | None = None,
+    ) -> list[Hit]:
+        """Ranked hits for `query`. Scores are in the mode's units (BM25, cosine, or RRF)."""
+        options = self._options(
+            mode=mode, top_k=top_k, collection=collection, document_ids=document_ids, metadata=metadata,
+            min_score=min_score, per_document=per_document,
+        )
+        return self._retriever.search(query, options)
+
+    def search_many(self, queries: Sequence[str], **kwargs: Any) -> list[list[Hit]]:
+        """Search several queries, embedding them in one batch."""
+        options = self._options(**kwargs)
+        if any(not q.strip() for q in queries):
+            raise InvalidQueryError("a query is empty")
+        vectors = self._retriever.embed_queries(queries) if options.mode != "keyword" and queries else None
+        return [
+            self._retriever.search(q, options, None if vectors is None else vectors[i]) for i, q in enumerate(queries)
+        ]
+
+    def ask(
+        self,
+        question: str,
+        *,
+        collection: str | Sequence[str] | None = None,
+        document_ids: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        top_k: int | None = None,
+    ) -> Answer:
+        """An extractive answer quoting the best sentences, each cited [n]; abstains when nothing fits."""
+        options = self._options(
+            mode="hybrid", top_k=top_k or self.settings.answer_sources, collection=collection,
+            document_ids=document_ids, metadata=metadata, per_document=2,
+        )
+        question_vector = self.embedder.embed_query(question)
+        hits = self._retriever.search(question, options, question_vector)
+        config = ExtractiveConfig(min_similarity=self.settings.answer_min_similarity, max_sentences=self.settings.answer_sentences)
+        return ExtractiveAnswerer(self.embedder, config).answer(question, hits, question_vector)
+
+    # Lifecycle -----------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

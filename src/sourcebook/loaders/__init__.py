@@ -1,0 +1,37 @@
+"""Loaders: turn files, folders and URLs into ParsedDocuments.
+
+`expand_sources` -> `read_source` -> `parse` is the ingestion path; `LOADERS`,
+`get_loader` and `register_loader` make formats pluggable (also through the
+`sourcebook.loaders` entry point group). URL fetching lives in `loaders.url`.
+"""
+
+from .base import Loader
+from .beir import count_beir, iter_beir
+from .sources import (
+    LOADERS,
+    RawSource,
+    expand_sources,
+    get_loader,
+    is_url,
+    load_source,
+    parse,
+    read_source,
+    register_loader,
+    supported_extensions,
+)
+
+__all__ = [
+    "LOADERS",
+    "Loader",
+    "RawSource",
+    "count_beir",
+    "expand_sources",
+    "get_loader",
+    "is_url",
+    "iter_beir",
+    "load_source",
+    "parse",
+    "read_source",
+    "register_loader",
+    "supported_extensions",
+]

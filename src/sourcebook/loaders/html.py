@@ -1,0 +1,222 @@
+"""HTML loader: the main text of a page, with its heading structure.
+
+Navigation, banners, forms and hidden elements are page chrome, not content:
+indexing them would make every page of a site match the same queries. So the
+loader reads `<main>` (else a lone `<article>`, else `<body>`) and skips chrome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from ..errors import LoaderError
+from ..models import ParsedDocument
+from .text import DocumentBuilder, clean_inline, decode_text
+
+_DROP_TAGS = frozenset(
+    {
+        "script", "style", "noscript", "nav", "aside", "form", "svg", "iframe", "template",
+        "head", "title", "button", "select", "textarea", "object", "embed", "canvas", "map",
+    }
+)  # fmt: skip
+_DROP_ROLES = frozenset({"navigation", "banner", "contentinfo"})
+# <header>/<footer> are the page's banner and footer only outside sectioning content
+# (HTML's own rule for their implicit ARIA roles); inside an article they are content.
+_PAGE_CHROME = frozenset({"header", "footer"})
+_SECTIONING = frozenset({"article", "section", "main"})
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_LISTS = frozenset({"ul", "ol", "menu"})
+_BLOCKS = frozenset(
+    {
+        "address", "article", "blockquote", "body", "caption", "center", "dd", "details",
+        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "header",
+        "hgroup", "hr", "html", "legend", "li", "main", "p", "section", "summary", "table",
+        "tbody", "td", "tfoot", "th", "thead", "tr",
+    }
+)  # fmt: skip
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w:.-]+)|<\?xml[^>]+encoding\s*=\s*["']([\w:.-]+)""",
+    re.IGNORECASE,
+)
+
+
+def _declared_charset(data: bytes) -> str | None:
+    """The charset a page declares in its first bytes (<meta charset>, http-equiv, <?xml?>)."""
+    match = _CHARSET.search(data[:4096])
+    if match is None:
+        return None
+    return (match.group(1) or match.group(2)).decode("ascii")
+
+
+def _dropped(node: LexborNode, in_section: bool) -> bool:
+    tag = node.tag
+    if tag in _DROP_TAGS or (tag in _PAGE_CHROME and not in_section):
+        return True
+    attrs = node.attributes
+    return (
+        attrs.get("role") in _DROP_ROLES
+        or "hidden" in attrs
+        or attrs.get("aria-hidden") == "true"
+        or bool(_HIDDEN_STYLE.search(attrs.get("style") or ""))
+    )
+
+
+def _elements(node: LexborNode) -> Iterator[LexborNode]:
+    return (child for child in node.iter() if child.is_element_node)
+
+
+def _text(node: LexborNode, skip: frozenset[str] = frozenset()) -> str:
+    """All visible text under `node`; block boundaries and <br> separate words."""
+    parts = []
+    for child in node.iter(include_text=True):
+        if child.is_text_node:
+            parts.append(child.text(deep=False))
+        elif child.is_element_node and child.tag not in skip and not _dropped(child, True):
+            separator = " " if child.tag in _BLOCKS or child.tag in _HEADINGS or child.tag == "br" else ""
+            parts.extend((separator, _text(child, skip), separator))
+    return "".join(parts)
+
+
+def _has_descendant(node: LexborNode, selector: str) -> bool:
+    """Like css_first, which also matches `node` itself, but for descendants only."""
+    return any(match.mem_id != node.mem_id for match in node.css(selector))
+
+
+def _list_lines(node: LexborNode) -> list[str]:
+    """One line per item; nested lists follow their parent item's line."""
+    lines = []
+    for child in _elements(node):
+        if _dropped(child, True):
+            continue
+        if child.tag in _LISTS:
+            lines.extend(_list_lines(child))
+            continue
+        lines.append(clean_inline(_text(child, skip=_LISTS)))
+        for nested in _nested_lists(child):
+            lines.extend(_list_lines(nested))
+    return lines
+
+
+def _nested_lists(node: LexborNode) -> Iterator[LexborNode]:
+    for child in _elements(node):
+        if child.tag in _LISTS:
+            yield child
+        elif not _dropped(child, True):
+            yield from _nested_lists(child)
+
+
+def _table_rows(table: LexborNode) -> list[str]:
+    rows = []
+    for row in table.css("tr"):
+        cells = [clean_inline(_text(cell)) for cell in _elements(row) if cell.tag in {"td", "th"}]
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return rows
+
+
+def _is_layout_table(table: LexborNode) -> bool:
+    """Tables used for page layout hold headings or other tables: read them as containers."""
+    return table.attributes.get("role") in {"presentation", "none"} or _has_descendant(
+        table, "table, h1, h2, h3, h4, h5, h6"
+    )
+
+
+class _HtmlWalker:
+    """Walks the DOM in reading order; inline text gathers until a block boundary."""
+
+    def __init__(self, builder: DocumentBuilder) -> None:
+        self.builder = builder
+        self.inline: list[str] = []
+
+    def walk(self, node: LexborNode, in_section: bool) -> None:
+        """Read a block container: its content, then close the paragraph it left open."""
+        self._children(node, in_section)
+        self.flush()
+
+    def _children(self, node: LexborNode, in_section: bool) -> None:
+        for child in node.iter(include_text=True):
+            if child.is_text_node:
+                self.inline.append(child.text(deep=False))
+            elif child.is_element_node and not _dropped(child, in_section):
+                self._element(child, in_section)
+
+    def _element(self, node: LexborNode, in_section: bool) -> None:
+        tag = node.tag
+        if tag == "br":
+            self.inline.append("\n")
+        elif tag in _HEADINGS:
+            self.flush()
+            self.builder.heading(_HEADINGS[tag], _text(node))
+        elif tag in _LISTS:
+            self.flush()
+            self.builder.add("list", "\n".join(_list_lines(node)))
+        elif tag == "pre":
+            self.flush()
+            self.builder.add("code", node.text(deep=True, strip=False))
+        elif tag == "table" and not _is_layout_table(node):
+            self.flush()
+            self.builder.add("table", "\n".join(_table_rows(node)))
+        elif tag in _BLOCKS:
+            self.flush()
+            self.walk(node, in_section or tag in _SECTIONING)
+        else:  # inline: adds to the open paragraph (blocks inside it still break it)
+            self._children(node, in_section)
+
+    def flush(self) -> None:
+        self.builder.add("paragraph", "".join(self.inline))
+        self.inline.clear()
+
+
+def _content_roots(tree: LexborHTMLParser) -> Iterator[LexborNode]:
+    """Candidate content containers, best first: <main>, a lone <article>, <body>."""
+    main = tree.css_first("main") or tree.css_first('[role="main"]')
+    if main is not None:
+        yield main
+    articles = tree.css("article")
+    if len(articles) == 1:
+        yield articles[0]
+    if tree.body is not None:
+        yield tree.body
+
+
+def html_fragment_text(html: str) -> str:
+    """Visible text of an HTML fragment (e.g. raw HTML inside Markdown)."""
+    tree = LexborHTMLParser(html)
+    root = tree.body or tree.root
+    return _text(root) if root is not None else ""
+
+
+class HtmlLoader:
+    name = "html"
+    media_types = ("text/html", "application/xhtml+xml")
+    extensions = (".html", ".htm", ".xhtml")
+
+    def load(self, data: bytes, source: str) -> ParsedDocument:
+        text, encoding = decode_text(data, source, declared=_declared_charset(data))
+        tree = LexborHTMLParser(text)
+        builder = DocumentBuilder()
+        try:
+            for root in _content_roots(tree):
+                _HtmlWalker(builder).walk(root, in_section=root.tag != "body")
+                if not builder.empty:
+                    break
+        except RecursionError:
+            raise LoaderError(source, "HTML is nested too deeply to read") from None
+        title_node = tree.css_first("title")
+        title = clean_inline(title_node.text()) if title_node is not None else ""
+        return builder.build(source, title or builder.first_h1, self.media_types[0], self._metadata(tree, encoding))
+
+    @staticmethod
+    def _metadata(tree: LexborHTMLParser, encoding: str) -> dict[str, str]:
+        metadata = {"encoding": encoding}
+        html = tree.css_first("html")
+        if html is not None and html.attributes.get("lang"):
+            metadata["lang"] = html.attributes["lang"] or ""
+        description = tree.css_first('meta[name="description"]')
+        if description is not None and description.attributes.get("content"):
+            metadata["description"] = clean_inline(description.attributes["content"] or "")
+        return metadata

@@ -1,0 +1,255 @@
+"""The typed values that flow between the pipeline's stages.
+
+loader -> ParsedDocument -> chunker -> Chunk -> embedder/store -> Hit -> answerer -> Answer.
+Plain frozen dataclasses: cheap, hashable where useful, and trivially turned into JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+BlockKind = Literal["heading", "paragraph", "list", "table", "code"]
+
+
+def sha256_text(text: str) -> str:
+    """Content hash used everywhere a text's identity matters (documents, chunks)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural unit of a parsed document, in reading order.
+
+    `heading_path` is the chain of headings above the block (for a heading block,
+    the chain ending with itself); `page` is 1-based for paged formats, else None.
+    """
+
+    kind: BlockKind
+    text: str
+    heading_path: tuple[str, ...] = ()
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a loader produces: a title, ordered blocks and facts about the source."""
+
+    source: str
+    title: str
+    blocks: tuple[Block, ...]
+    media_type: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The document's full text: blocks joined by blank lines (what chunks cover)."""
+        return "\n\n".join(block.text for block in self.blocks)
+
+    @property
+    def content_hash(self) -> str:
+        return sha256_text(self.title + "\x00" + self.text)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document sized for the embedding model.
+
+    `start`/`end` are character offsets of `text` in `ParsedDocument.text`.
+    `prefix` is the contextual prefix ("Title > Section") prepended for embedding
+    and keyword search; `content_hash` covers prefix and text, so a changed prefix
+    (a renamed section) re-embeds the chunk.
+    """
+
+    position: int
+    text: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    page: int | None
+    token_count: int
+    prefix: str
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.prefix}\n{self.text}" if self.prefix else self.text
+
+    @property
+    def content_hash(self) -> str:
+        return sha256_text(self.embedding_text)
+
+
+class DocumentStatus(StrEnum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    READY = "ready"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """A document as the store knows it."""
+
+    id: str
+    collection: str
+    source: str
+    title: str
+    media_type: str
+    status: DocumentStatus
+    error: str | None
+    chunk_count: int
+    content_hash: str | None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = str(self.status)
+        return data
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk read back from the store, with what a hit needs of its document."""
+
+    id: str
+    document_id: str
+    collection: str
+    source: str
+    title: str
+    position: int
+    text: str
+    heading_path: tuple[str, ...]
+    page: int | None
+    prefix: str
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """Restricts a search. Empty fields do not filter."""
+
+    collections: tuple[str, ...] = ()
+    document_ids: tuple[str, ...] = ()
+    metadata: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        collections: list[str] | tuple[str, ...] | str | None = None,
+        document_ids: list[str] | tuple[str, ...] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SearchFilter:
+        if isinstance(collections, str):
+            collections = [collections]
+        return cls(
+            collections=tuple(collections or ()),
+            document_ids=tuple(document_ids or ()),
+            metadata=tuple(sorted((metadata or {}).items())),
+        )
+
+
+@dataclass(frozen=True)
+class ScoredId:
+    """One retriever's verdict on one chunk: its rank (1-based) and raw score."""
+
+    chunk_id: str
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: a chunk, its fused score, and how each retriever ranked it."""
+
+    rank: int
+    score: float
+    chunk: StoredChunk
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of a hit (the scripts' contract, plus extra fields)."""
+        c = self.chunk
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "document_id": c.document_id,
+            "source": c.source,
+            "title": c.title,
+            "chunk_id": c.id,
+            "text": c.text,
+            "heading_path": list(c.heading_path),
+            "page": c.page,
+            "collection": c.collection,
+            "position": c.position,
+            "retrievers": {
+                "keyword": {"rank": self.keyword_rank, "score": self.keyword_score},
+                "vector": {"rank": self.vector_rank, "score": self.vector_score},
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered source of an answer and the span of it that supports the answer."""
+
+    n: int
+    document_id: str
+    source: str
+    chunk_id: str
+    quote: str
+    title: str
+    heading_path: tuple[str, ...]
+    page: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["heading_path"] = list(self.heading_path)
+        return data
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The one answer object: text with [n] markers, its citations, and how sure it is."""
+
+    question: str
+    answer: str
+    abstained: bool
+    citations: tuple[Citation, ...]
+    confidence: float
+    hits: tuple[Hit, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "abstained": self.abstained,
+            "citations": [c.to_dict() for c in self.citations],
+            "confidence": self.confidence,
+        }
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What happened to one source during `add` or `sync`.
+
+    `action` is "added", "updated", "unchanged", "removed" or "failed";
+    `embedded` counts chunks that needed new vectors (0 when nothing changed).
+    """
+
+    source: str
+    action: str
+    document_id: str | None = None
+    status: str | None = None
+    chunks: int = 0
+    embedded: int = 0
+    error: str | None = None
+    error_code: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,136 @@
+"""Keyword, vector and hybrid retrieval over a `Store`.
+
+Hybrid search fuses the two ranked lists with reciprocal rank fusion (RRF,
+Cormack et al. 2009): score(d) = sum over lists of 1 / (k + rank(d)). RRF needs no
+score calibration between BM25 and cosine similarity, which live on unrelated
+scales; on SciFact it lifts nDCG@10 above either retriever alone (see bench/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .embedders.base import Embedder
+from .errors import InvalidQueryError
+from .models import Hit, ScoredId, SearchFilter
+from .settings import RetrievalMode, Settings
+from .stores.base import Store
+
+MODES: tuple[RetrievalMode, ...] = ("keyword", "vector", "hybrid")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Everything that shapes one search besides the query text."""
+
+    mode: RetrievalMode = "hybrid"
+    top_k: int = 10
+    filters: SearchFilter = SearchFilter()
+    min_score: float | None = None
+    per_document: int = 1
+    candidates: int = 100
+    rrf_k: int = 60
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise InvalidQueryError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.top_k < 1:
+            raise InvalidQueryError(f"top_k must be at least 1, got {self.top_k}")
+        if self.per_document < 0:
+            raise InvalidQueryError(f"per_document must be 0 (no limit) or more, got {self.per_document}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> SearchOptions:
+        values: dict[str, object] = {
+            "mode": settings.retrieval_mode,
+            "top_k": settings.top_k,
+            "min_score": settings.min_score,
+            "per_document": settings.per_document,
+            "candidates": settings.candidates,
+            "rrf_k": settings.rrf_k,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[ScoredId]], k: int = 60) -> list[tuple[str, float]]:
+    """Fused (chunk_id, score) pairs, best first; ties keep first-seen order."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for item in ranking:
+            fused[item.chunk_id] = fused.get(item.chunk_id, 0.0) + 1.0 / (k + item.rank)
+    return sorted(fused.items(), key=lambda pair: -pair[1])
+
+
+class Retriever:
+    """Runs searches; loads the embedder only when a mode needs vectors."""
+
+    def __init__(self, store: Store, embedder: Callable[[], Embedder]) -> None:
+        self._store = store
+        self._embedder = embedder
+
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """Batch-embed queries (one model call for many, as `search --queries-file` does)."""
+        return self._embedder().embed_documents(list(queries))
+
+    def search(self, query: str, options: SearchOptions, query_vector: np.ndarray | None = None) -> list[Hit]:
+        if not query.strip():
+            raise InvalidQueryError("the query is empty")
+        pool = max(options.candidates, options.top_k * max(options.per_document, 1) * 3)
+        keyword: list[ScoredId] = []
+        vector: list[ScoredId] = []
+        if options.mode in ("keyword", "hybrid"):
+            keyword = self._store.keyword_search(query, pool, options.filters)
+        if options.mode in ("vector", "hybrid"):
+            if query_vector is None:
+                query_vector = self._embedder().embed_query(query)
+            vector = self._store.vector_search(query_vector, pool, options.filters)
+
+        if options.mode == "keyword":
+            ranked = [(item.chunk_id, item.score) for item in keyword]
+        elif options.mode == "vector":
+            ranked = [(item.chunk_id, item.score) for item in vector]
+        else:
+            ranked = reciprocal_rank_fusion([keyword, vector], options.rrf_k)
+        if options.min_score is not None:
+            ranked = [(cid, score) for cid, score in ranked if score >= options.min_score]
+        return self._build_hits(ranked, keyword, vector, options)
+
+    def _build_hits(
+        self,
+        ranked: list[tuple[str, float]],
+        keyword: list[ScoredId],
+        vector: list[ScoredId],
+        options: SearchOptions,
+    ) -> list[Hit]:
+        by_keyword = {item.chunk_id: item for item in keyword}
+        by_vector = {item.chunk_id: item for item in vector}
+        chunks = self._store.get_chunks([cid for cid, _ in ranked])
+        per_doc: dict[str, int] = {}
+        hits: list[Hit] = []
+        for chunk_id, score in ranked:
+            chunk = chunks.get(chunk_id)
+            if chunk is None:  # deleted between the search and the fetch
+                continue
+            seen = per_doc.get(chunk.document_id, 0)
+            if options.per_document and seen >= options.per_document:
+                continue
+            per_doc[chunk.document_id] = seen + 1
+            kw, vec = by_keyword.get(chunk_id), by_vector.get(chunk_id)
+            hits.append(
+                Hit(
+                    rank=len(hits) + 1,
+                    score=float(score),
+                    chunk=chunk,
+                    keyword_rank=kw.rank if kw else None,
+                    keyword_score=kw.score if kw else None,
+                    vector_rank=vec.rank if vec else None,
+                    vector_score=vec.score if vec else None,
+                )
+            )
+            if len(hits) == options.top_k:
+                break
+        return hits

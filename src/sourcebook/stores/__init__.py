@@ -1,0 +1,77 @@
+"""Stores and their registry: `open_store` turns a path or URL into a `Store`.
+
+A plain path (or ``sqlite:///relative.db``, ``sqlite:////absolute.db``) opens the
+embedded SQLite store. Other URL schemes are looked up in a dict of factories and then
+in the ``sourcebook.stores`` entry-point group, so a third-party package can add a
+back end without forking: its entry point is named after the URL scheme and points at
+a callable taking the full URL and returning a `Store`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from ..errors import ConfigurationError
+from .base import CollectionInfo, Store
+from .sqlite import SQLiteStore
+
+StoreFactory = Callable[[str], Store]
+ENTRY_POINT_GROUP = "sourcebook.stores"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _open_sqlite(url: str) -> Store:
+    """``sqlite:///x.db`` is the relative path x.db, ``sqlite:////x.db`` the absolute /x.db
+    (the SQLAlchemy convention, which users already know)."""
+    rest = url[len("sqlite://") :]
+    if not rest.startswith("/") or len(rest) == 1:
+        raise ConfigurationError(
+            f"bad SQLite URL {url!r}: write sqlite:///relative/path.db or sqlite:////absolute/path.db"
+        )
+    return SQLiteStore(rest[1:])
+
+
+def _postgres_not_installed(url: str) -> Store:
+    raise ConfigurationError(
+        "Postgres store not installed yet; use a SQLite path such as sourcebook.db for now"
+    )
+
+
+_FACTORIES: dict[str, StoreFactory] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _postgres_not_installed,
+    "postgres": _postgres_not_installed,
+}
+
+
+def register_store(scheme: str, factory: StoreFactory) -> None:
+    """Make `open_store` hand URLs of `scheme` to `factory` (replacing any earlier one)."""
+    _FACTORIES[scheme.lower()] = factory
+
+
+def open_store(url_or_path: str | Path) -> Store:
+    """Open the store a path or URL names. Raises ConfigurationError for unknown schemes."""
+    target = str(url_or_path)
+    match = _SCHEME.match(target)
+    if match is None:
+        return SQLiteStore(target)
+    scheme = match.group(1).lower()
+    factory = _FACTORIES.get(scheme) or _entry_point_factory(scheme)
+    if factory is None:
+        known = ", ".join(sorted(_FACTORIES))
+        raise ConfigurationError(
+            f"no store handles {scheme}:// URLs (known: {known}); install a package that provides "
+            f"a {ENTRY_POINT_GROUP!r} entry point named {scheme!r}, or give a SQLite file path"
+        )
+    return factory(target)
+
+
+def _entry_point_factory(scheme: str) -> StoreFactory | None:
+    found = entry_points(group=ENTRY_POINT_GROUP, name=scheme)
+    return next((entry_point.load() for entry_point in found), None)
+
+
+__all__ = ["CollectionInfo", "SQLiteStore", "Store", "StoreFactory", "open_store", "register_store"]

@@ -1,0 +1,109 @@
+"""The `Store` protocol: what the knowledge base needs from a database.
+
+Implementations (SQLite now, Postgres later) pass the same conformance suite in
+tests/conformance/. Scores returned by searches are "higher is better" in every
+implementation: positive BM25 for keyword search, cosine similarity for vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    embedding_model: str
+    dimension: int
+    document_count: int
+    chunk_count: int
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistent documents, chunks, vectors and keyword index."""
+
+    # Collections ---------------------------------------------------------
+    def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:
+        """Create the collection, or check that it was indexed with this model and dimension.
+
+        Raises EmbeddingModelMismatchError when the recorded model or dimension differ.
+        """
+
+    def collections(self) -> list[CollectionInfo]: ...
+
+    # Documents -----------------------------------------------------------
+    def get_document(self, document_id: str) -> DocumentRecord | None: ...
+
+    def find_document(self, collection: str, source: str) -> DocumentRecord | None: ...
+
+    def list_documents(
+        self, collection: str | None = None, status: DocumentStatus | None = None
+    ) -> list[DocumentRecord]: ...
+
+    def upsert_document(
+        self,
+        document_id: str,
+        *,
+        collection: str,
+        source: str,
+        title: str,
+        media_type: str,
+        metadata: dict[str, Any],
+        status: DocumentStatus,
+        error: str | None = None,
+    ) -> None:
+        """Create the document row or update its descriptive fields and status.
+
+        Never touches its chunks, content hash or chunk count: a document being
+        re-processed stays searchable with its old chunks until `replace_chunks`.
+        """
+
+    def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None: ...
+
+    def replace_chunks(
+        self,
+        document_id: str,
+        *,
+        content_hash: str,
+        title: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+    ) -> None:
+        """Atomically swap the document's chunks, vectors and keyword rows for these.
+
+        One transaction: readers see the old chunks or the new ones, never a mix.
+        Sets status ready, error None, chunk_count and content_hash.
+        `vectors` is float32 of shape (len(chunks), dimension), L2-normalised.
+        """
+
+    def delete_document(self, document_id: str) -> None:
+        """Remove the document, its chunks, vectors and keyword rows (one transaction)."""
+
+    # Chunks and vectors --------------------------------------------------
+    def vectors_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of chunks in `collection` whose content hash is in `hashes`."""
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]: ...
+
+    def document_chunks(self, document_id: str) -> list[StoredChunk]:
+        """The document's chunks in position order."""
+
+    # Search --------------------------------------------------------------
+    def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
+        """BM25 over prefix + text. Any-term (OR) matching; empty list for a query with no terms."""
+
+    def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
+        """Cosine similarity of `vector` (normalised) against the chunks passing `filters`."""
+
+    # Housekeeping --------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Counts by status, chunk and vector counts, the file/DSN and its size."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,747 @@
+"""The embedded store: one SQLite file holds documents, chunks, vectors and the keyword index.
+
+Design choices, and why:
+
+* One connection per store, opened with ``check_same_thread=False`` and guarded by a
+  lock, so the HTTP server's threads can share it; WAL mode so other processes (a CLI
+  run next to a server) read while one writes.
+* Every write is one ``BEGIN IMMEDIATE`` transaction: readers see the old chunks or the
+  new ones, never a mix, and a failure rolls back to the old state.
+* ``chunks`` has an INTEGER PRIMARY KEY ``seq`` besides its text ``id``
+  (``"<document_id>#<position>"``): FTS5 rows are keyed by integer rowid, and a declared
+  integer key survives VACUUM (an implicit rowid may not). AUTOINCREMENT keeps a deleted
+  chunk's ``seq`` from ever being reused, so no keyword row can point at a newer chunk.
+* Vectors live in their own table keyed by ``seq``: loading the in-memory search matrix
+  reads one compact table of blobs, and a vector can be rewritten (re-embedding) without
+  touching the chunk row.
+* The keyword index is a *contentless* FTS5 table (the text already lives in ``chunks``,
+  so the index does not store it twice). Contentless deletes must repeat the exact
+  indexed values, so ``documents.keyword_title`` remembers the title the index holds
+  even after ``upsert_document`` renames the document.
+* Vector search is exact, with numpy over a matrix cached in memory. A ``generation``
+  counter in ``meta``, bumped by every transaction that changes chunks, tells the cache
+  (cheaply, one SELECT per search) when to reload, also after another process's writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DocumentNotFoundError, EmbeddingModelMismatchError, InvalidQueryError, StoreError
+from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
+from .base import CollectionInfo
+
+APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
+BATCH_SIZE = 500  # parameters per IN (...) query, well under SQLite's limit
+_TERM = re.compile(r"\w+")
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: initial schema
+    (
+        f"PRAGMA application_id = {APPLICATION_ID}",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        "INSERT INTO meta (key, value) VALUES ('generation', 0)",
+        """CREATE TABLE collections (
+            name TEXT PRIMARY KEY,
+            embedding_model TEXT NOT NULL,
+            dimension INTEGER NOT NULL CHECK (dimension > 0),
+            created_at TEXT NOT NULL)""",
+        """CREATE TABLE documents (
+            id TEXT PRIMARY KEY,
+            collection TEXT NOT NULL REFERENCES collections (name),
+            source TEXT NOT NULL,
+            title TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'ready', 'error')),
+            error TEXT,
+            chunk_count INTEGER NOT NULL DEFAULT 0,
+            content_hash TEXT,
+            keyword_title TEXT NOT NULL DEFAULT '',
+            metadata TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (collection, source))""",
+        "CREATE INDEX documents_status ON documents (status)",
+        """CREATE TABLE chunks (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            document_id TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            prefix TEXT NOT NULL,
+            heading_path TEXT NOT NULL,
+            page INTEGER,
+            token_count INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            UNIQUE (document_id, position))""",
+        "CREATE INDEX chunks_content_hash ON chunks (content_hash)",
+        """CREATE TABLE vectors (
+            chunk_seq INTEGER PRIMARY KEY REFERENCES chunks (seq) ON DELETE CASCADE,
+            vector BLOB NOT NULL)""",
+        """CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+            title, section, body,
+            content = '',
+            tokenize = 'porter unicode61 remove_diacritics 2')""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_DOCUMENT_COLUMNS = (
+    "id, collection, source, title, media_type, status, error, chunk_count, content_hash, "
+    "metadata, created_at, updated_at"
+)
+# BM25's top k is taken inside the FTS query, before any join: joining every match
+# (a query with common words matches most chunks) costs more than scoring them.
+_KEYWORD_SQL = """
+    SELECT c.id, top.score FROM (
+        SELECT rowid, -bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts
+        WHERE chunks_fts MATCH ? {restriction}
+        ORDER BY score DESC LIMIT ?
+    ) AS top JOIN chunks c ON c.seq = top.rowid
+    ORDER BY top.score DESC, c.seq"""
+# "+rowid" keeps SQLite from handing the list to FTS5 as one lookup per chunk: the FTS
+# scan checks each match against the set instead, and bm25 runs only for those in it.
+_KEYWORD_RESTRICTION = (
+    "AND +rowid IN (SELECT seq FROM chunks WHERE document_id IN (SELECT value FROM json_each(?)))"
+)
+_STORED_CHUNK_SELECT = (
+    "SELECT c.id, c.document_id, d.collection, d.source, d.title, c.position, c.text, "
+    "c.heading_path, c.page, c.prefix FROM chunks c JOIN documents d ON d.id = c.document_id"
+)
+
+
+@dataclass(frozen=True)
+class _VectorPartition:
+    """All vectors of one dimension: a contiguous matrix and, per row, its chunk and document."""
+
+    matrix: np.ndarray  # (n, dimension) float32, C-contiguous
+    chunk_ids: tuple[str, ...]
+    row_document: np.ndarray  # (n,) int32 codes into _VectorIndex.document_ids
+
+
+@dataclass(frozen=True)
+class _VectorIndex:
+    """An immutable snapshot of the vectors at one generation (searched without the lock)."""
+
+    generation: int
+    document_codes: dict[str, int]
+    partitions: dict[int, _VectorPartition]
+
+
+class SQLiteStore:
+    """The `Store` protocol on one SQLite file (see the module docstring for the design)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        title_weight: float = 1.0,
+        section_weight: float = 1.0,
+        body_weight: float = 1.0,
+    ) -> None:
+        """Open (creating and migrating if needed) the database at `path`.
+
+        The weights scale BM25 per keyword-index column (title, heading path, chunk text).
+        """
+        weights = (title_weight, section_weight, body_weight)
+        if any(not np.isfinite(w) or w < 0 for w in weights):
+            raise ValueError(f"BM25 column weights must be finite and >= 0, got {weights}")
+        self.path = str(path)
+        self._weights = tuple(float(w) for w in weights)
+        self._lock = threading.Lock()
+        self._index: _VectorIndex | None = None
+        self._conn: sqlite3.Connection | None = _open(self.path)
+
+    # Connection and transactions ------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = None
+            self._index = None
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """Run the block in one transaction under the lock; sqlite errors become StoreError."""
+        with self._lock:
+            if self._conn is None:
+                raise StoreError(f"the store {self.path} is closed; open it again")
+            conn = self._conn
+            try:
+                conn.execute(begin)
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A read transaction: several SELECTs see one consistent snapshot."""
+        return self._transaction("BEGIN")
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, taking the write lock up front so it cannot fail halfway on BUSY."""
+        return self._transaction("BEGIN IMMEDIATE")
+
+    # Collections ---------------------------------------------------------
+    def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:
+        if not name or dimension <= 0:
+            raise ValueError(f"a collection needs a name and a positive dimension, got {name!r}, {dimension}")
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT embedding_model, dimension FROM collections WHERE name = ?", (name,)
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO collections (name, embedding_model, dimension, created_at) VALUES (?, ?, ?, ?)",
+                    (name, embedding_model, dimension, _now()),
+                )
+            elif tuple(row) != (embedding_model, dimension):
+                raise EmbeddingModelMismatchError(
+                    f"collection {name!r} was indexed with embedding model {row[0]!r} ({row[1]} dimensions), "
+                    f"but the configured model is {embedding_model!r} ({dimension} dimensions); "
+                    f"use the matching model, or re-index into a new collection"
+                )
+
+    def collections(self) -> list[CollectionInfo]:
+        with self._read() as conn:
+            rows = conn.execute(
+                """SELECT c.name, c.embedding_model, c.dimension,
+                          count(d.id), coalesce(sum(d.chunk_count), 0)
+                   FROM collections c LEFT JOIN documents d ON d.collection = c.name
+                   GROUP BY c.name ORDER BY c.name"""
+            ).fetchall()
+        return [CollectionInfo(*row) for row in rows]
+
+    # Documents -----------------------------------------------------------
+    def get_document(self, document_id: str) -> DocumentRecord | None:
+        return self._one_document("id = ?", (document_id,))
+
+    def find_document(self, collection: str, source: str) -> DocumentRecord | None:
+        return self._one_document("collection = ? AND source = ?", (collection, source))
+
+    def _one_document(self, where: str, params: tuple[Any, ...]) -> DocumentRecord | None:
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE {where}", params).fetchone()
+        return None if row is None else _document(row)
+
+    def list_documents(
+        self, collection: str | None = None, status: DocumentStatus | None = None
+    ) -> list[DocumentRecord]:
+        conditions = {"collection = ?": collection, "status = ?": None if status is None else str(status)}
+        used = {sql: value for sql, value in conditions.items() if value is not None}
+        where = " AND ".join(used) or "1"
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE {where} ORDER BY collection, source",
+                tuple(used.values()),
+            ).fetchall()
+        return [_document(row) for row in rows]
+
+    def upsert_document(
+        self,
+        document_id: str,
+        *,
+        collection: str,
+        source: str,
+        title: str,
+        media_type: str,
+        metadata: dict[str, Any],
+        status: DocumentStatus,
+        error: str | None = None,
+    ) -> None:
+        now = _now()
+        with self._write() as conn:
+            _require_collection(conn, collection)
+            _require_free_source(conn, document_id, collection, source)
+            conn.execute(
+                """INSERT INTO documents (id, collection, source, title, media_type, status, error,
+                                          metadata, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (id) DO UPDATE SET
+                       collection = excluded.collection, source = excluded.source,
+                       title = excluded.title, media_type = excluded.media_type,
+                       status = excluded.status, error = excluded.error,
+                       metadata = excluded.metadata, updated_at = excluded.updated_at""",
+                (document_id, collection, source, title, media_type, DocumentStatus(status).value,
+                 error, json.dumps(metadata), now, now),
+            )
+
+    def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None:
+        with self._write() as conn:
+            updated = conn.execute(
+                "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+                (DocumentStatus(status).value, error, _now(), document_id),
+            ).rowcount
+            if not updated:
+                raise _not_found(document_id)
+
+    def replace_chunks(
+        self,
+        document_id: str,
+        *,
+        content_hash: str,
+        title: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+    ) -> None:
+        _check_chunks_and_vectors(chunks, vectors)
+        with self._write() as conn:
+            dimension = _document_dimension(conn, document_id)
+            if vectors.shape[1] != dimension:
+                raise ValueError(
+                    f"document {document_id!r} is in a collection of {dimension}-dimensional vectors, "
+                    f"got vectors of dimension {vectors.shape[1]}"
+                )
+            _delete_chunk_rows(conn, document_id)
+            _insert_chunk_rows(conn, document_id, title, chunks, vectors)
+            conn.execute(
+                """UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, content_hash = ?,
+                          title = ?, keyword_title = ?, updated_at = ? WHERE id = ?""",
+                (len(chunks), content_hash, title, title, _now(), document_id),
+            )
+            _bump_generation(conn)
+
+    def delete_document(self, document_id: str) -> None:
+        with self._write() as conn:
+            _delete_chunk_rows(conn, document_id)
+            if not conn.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount:
+                raise _not_found(document_id)
+            _bump_generation(conn)
+
+    # Chunks and vectors --------------------------------------------------
+    def vectors_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._read() as conn:
+            for batch in _batched(list(dict.fromkeys(hashes)), BATCH_SIZE):
+                rows = conn.execute(
+                    f"""SELECT c.content_hash, v.vector FROM chunks c
+                        JOIN documents d ON d.id = c.document_id
+                        JOIN vectors v ON v.chunk_seq = c.seq
+                        WHERE d.collection = ? AND c.content_hash IN ({_placeholders(batch)})""",
+                    (collection, *batch),
+                )
+                found.update((h, np.frombuffer(blob, dtype=np.float32).copy()) for h, blob in rows)
+        return found
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        found: dict[str, StoredChunk] = {}
+        with self._read() as conn:
+            for batch in _batched(list(dict.fromkeys(chunk_ids)), BATCH_SIZE):
+                rows = conn.execute(f"{_STORED_CHUNK_SELECT} WHERE c.id IN ({_placeholders(batch)})", batch)
+                found.update((row[0], _stored_chunk(row)) for row in rows)
+        return found
+
+    def document_chunks(self, document_id: str) -> list[StoredChunk]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"{_STORED_CHUNK_SELECT} WHERE c.document_id = ? ORDER BY c.position", (document_id,)
+            ).fetchall()
+        return [_stored_chunk(row) for row in rows]
+
+    # Search --------------------------------------------------------------
+    def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
+        """BM25 over title, heading path and text (what a chunk's prefix + text hold).
+
+        Every word of the query is quoted (so FTS5 syntax in user input is inert) and the
+        terms are OR-ed: a chunk matching any term is a candidate, BM25 ranks them.
+        """
+        _check_k(k)
+        match = fts_query(query)
+        with self._read() as conn:
+            allowed = _allowed_documents(conn, filters)
+            if match is None or allowed == []:
+                return []
+            restriction = "" if allowed is None else _KEYWORD_RESTRICTION
+            extra = () if allowed is None else (json.dumps(allowed),)
+            rows = conn.execute(
+                _KEYWORD_SQL.format(restriction=restriction), (*self._weights, match, *extra, k)
+            ).fetchall()
+        return [ScoredId(chunk_id, rank, float(score)) for rank, (chunk_id, score) in enumerate(rows, 1)]
+
+    def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
+        """Exact dot products against the cached matrix; the numpy work runs outside the lock."""
+        _check_k(k)
+        query = _unit_query(vector)
+        with self._read() as conn:
+            _check_query_dimension(conn, filters.collections, len(query))
+            index = self._current_index(conn)
+            allowed = _allowed_documents(conn, filters)
+        partition = index.partitions.get(len(query))
+        if partition is None:
+            return []
+        rows = None if allowed is None else _allowed_rows(index, partition, allowed)
+        scores = _scores(partition.matrix, query, rows)
+        top = _top_indices(scores, k)
+        chosen = top if rows is None else rows[top]
+        return [
+            ScoredId(partition.chunk_ids[row], rank, float(scores[i]))
+            for rank, (row, i) in enumerate(zip(chosen, top), 1)
+        ]
+
+    def _current_index(self, conn: sqlite3.Connection) -> _VectorIndex:
+        """The cached vector index, reloaded when any connection has changed chunks since."""
+        generation = _generation(conn)
+        if self._index is None or self._index.generation != generation:
+            self._index = _load_index(conn, generation)
+        return self._index
+
+    # Housekeeping --------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        with self._read() as conn:
+            by_status = dict(conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        return {
+            "backend": "sqlite",
+            "path": self.path,
+            "size_bytes": _file_size(self.path),
+            "schema_version": SCHEMA_VERSION,
+            "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
+            "chunks": chunks,
+            "vectors": vectors,
+            "collections": [asdict(info) for info in self.collections()],
+        }
+
+
+# Opening and migrating --------------------------------------------------------
+def _open(path: str) -> sqlite3.Connection:
+    """Connect, configure and migrate; any failure names the file and closes the connection."""
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+    try:
+        for pragma in ("busy_timeout = 5000", "foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL"):
+            conn.execute(f"PRAGMA {pragma}")
+        _check_identity(conn, path)
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(
+            f"{path} is not a readable Sourcebook database ({exc}); point Sourcebook at another file"
+        ) from exc
+    except StoreError:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_identity(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse files that hold another application's data, or a schema newer than this code knows."""
+    application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    has_objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+    if application_id != APPLICATION_ID and (application_id != 0 or has_objects):
+        raise StoreError(f"{path} is an SQLite database of another application, not a Sourcebook database")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version} but this Sourcebook knows up to {SCHEMA_VERSION}; "
+            f"upgrade Sourcebook"
+        )
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Apply pending migrations in order, one transaction each (user_version is transactional)."""
+    for version, statements in enumerate(MIGRATIONS, 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-read inside the write lock: another process may have migrated meanwhile.
+            if conn.execute("PRAGMA user_version").fetchone()[0] < version:
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"migrating {path} to schema version {version} failed: {exc}") from exc
+
+
+# Writing chunks ------------------------------------------------------------------
+def _check_chunks_and_vectors(chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    """Reject malformed input before the transaction starts (a caller bug, hence ValueError)."""
+    if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32 or vectors.ndim != 2:
+        raise ValueError("vectors must be a 2-d float32 numpy array")
+    if vectors.shape[0] != len(chunks):
+        raise ValueError(f"got {vectors.shape[0]} vectors for {len(chunks)} chunks")
+    positions = [chunk.position for chunk in chunks]
+    if len(set(positions)) != len(positions):
+        raise ValueError("chunk positions must be unique within a document")
+
+
+def _document_dimension(conn: sqlite3.Connection, document_id: str) -> int:
+    row = conn.execute(
+        "SELECT c.dimension FROM documents d JOIN collections c ON c.name = d.collection WHERE d.id = ?",
+        (document_id,),
+    ).fetchone()
+    if row is None:
+        raise _not_found(document_id)
+    return int(row[0])
+
+
+def _delete_chunk_rows(conn: sqlite3.Connection, document_id: str) -> None:
+    """Remove the document's keyword rows (repeating the indexed values, as contentless FTS5
+    requires), then its chunks; vectors go by cascade."""
+    rows = conn.execute(
+        """SELECT c.seq, d.keyword_title, c.heading_path, c.text
+           FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?""",
+        (document_id,),
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO chunks_fts (chunks_fts, rowid, title, section, body) VALUES ('delete', ?, ?, ?, ?)",
+        [(seq, title, _section(tuple(json.loads(path))), text) for seq, title, path, text in rows],
+    )
+    conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+
+
+def _insert_chunk_rows(
+    conn: sqlite3.Connection, document_id: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray
+) -> None:
+    conn.executemany(
+        """INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page,
+                               token_count, content_hash, start, "end")
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [
+            (chunk_id(document_id, c.position), document_id, c.position, c.text, c.prefix,
+             json.dumps(list(c.heading_path)), c.page, c.token_count, c.content_hash, c.start, c.end)
+            for c in chunks
+        ],
+    )
+    seqs = dict(conn.execute("SELECT position, seq FROM chunks WHERE document_id = ?", (document_id,)))
+    contiguous = np.ascontiguousarray(vectors)
+    conn.executemany(
+        "INSERT INTO vectors (chunk_seq, vector) VALUES (?, ?)",
+        [(seqs[c.position], contiguous[i].tobytes()) for i, c in enumerate(chunks)],
+    )
+    conn.executemany(
+        "INSERT INTO chunks_fts (rowid, title, section, body) VALUES (?, ?, ?, ?)",
+        [(seqs[c.position], title, _section(c.heading_path), c.text) for c in chunks],
+    )
+
+
+def _bump_generation(conn: sqlite3.Connection) -> None:
+    conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+
+
+def _require_collection(conn: sqlite3.Connection, collection: str) -> None:
+    if conn.execute("SELECT 1 FROM collections WHERE name = ?", (collection,)).fetchone() is None:
+        raise StoreError(f"collection {collection!r} does not exist; create it with ensure_collection first")
+
+
+def _require_free_source(conn: sqlite3.Connection, document_id: str, collection: str, source: str) -> None:
+    row = conn.execute(
+        "SELECT id FROM documents WHERE collection = ? AND source = ? AND id != ?",
+        (collection, source, document_id),
+    ).fetchone()
+    if row is not None:
+        raise StoreError(
+            f"{source!r} is already in collection {collection!r} as document {row[0]!r}; update that document instead"
+        )
+
+
+# Searching -------------------------------------------------------------------------
+def fts_query(query: str) -> str | None:
+    """The FTS5 MATCH expression for a user query: each word quoted, OR-ed; None if no words."""
+    terms = dict.fromkeys(term.lower() for term in _TERM.findall(query))
+    return " OR ".join(f'"{term}"' for term in terms) or None
+
+
+def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
+    """A WHERE condition on `documents d` for the filters (one place, so both searches agree)."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    for column, values in (("d.collection", filters.collections), ("d.id", filters.document_ids)):
+        if values:
+            # One JSON parameter instead of one per value: no limit on the list's length.
+            conditions.append(f"{column} IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(values)))
+    for key, value in filters.metadata:
+        condition, condition_params = _metadata_condition(key, value)
+        conditions.append(condition)
+        params.extend(condition_params)
+    return " AND ".join(conditions) or "1", params
+
+
+def _metadata_condition(key: str, value: Any) -> tuple[str, list[Any]]:
+    """Equality on one metadata field; JSON types are compared too, so True never equals 1."""
+    if not key or '"' in key:
+        raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and contain no double quote")
+    path = f'$."{key}"'
+    if isinstance(value, bool):
+        return "json_type(d.metadata, ?) = ?", [path, "true" if value else "false"]
+    if isinstance(value, int | float):
+        return "json_type(d.metadata, ?) IN ('integer', 'real') AND json_extract(d.metadata, ?) = ?", [path, path, value]
+    if isinstance(value, str):
+        return "json_type(d.metadata, ?) = 'text' AND json_extract(d.metadata, ?) = ?", [path, path, value]
+    raise InvalidQueryError(
+        f"metadata filter {key!r} has a {type(value).__name__} value; use a string, number or boolean"
+    )
+
+
+def _allowed_documents(conn: sqlite3.Connection, filters: SearchFilter) -> list[str] | None:
+    """Ids of the documents passing `filters`, or None when every document passes.
+
+    Both searches restrict by this list, so they agree by construction; None (no filter,
+    or a collection filter on a one-collection store, the common case) skips the work.
+    """
+    if not (filters.collections or filters.document_ids or filters.metadata):
+        return None
+    where, params = _filter_sql(filters)
+    allowed = [row[0] for row in conn.execute(f"SELECT d.id FROM documents d WHERE {where}", params)]
+    total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    return None if len(allowed) == total else allowed
+
+
+def _check_query_dimension(conn: sqlite3.Connection, collections: Sequence[str], dimension: int) -> None:
+    if not collections:
+        return
+    wrong = conn.execute(
+        "SELECT name, dimension FROM collections WHERE name IN (SELECT value FROM json_each(?)) AND dimension != ?",
+        (json.dumps(list(collections)), dimension),
+    ).fetchall()
+    if wrong:
+        name, expected = wrong[0]
+        raise InvalidQueryError(
+            f"collection {name!r} holds {expected}-dimensional vectors but the query vector has {dimension}; "
+            f"embed the query with the collection's model"
+        )
+
+
+def _load_index(conn: sqlite3.Connection, generation: int) -> _VectorIndex:
+    """Read every vector into per-dimension matrices (called inside the read transaction
+    that read `generation`, so the snapshot and its number agree)."""
+    rows = conn.execute(
+        "SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq ORDER BY v.chunk_seq"
+    ).fetchall()
+    document_codes: dict[str, int] = {}
+    grouped: dict[int, list[tuple[str, str, bytes]]] = {}
+    for row in rows:
+        grouped.setdefault(len(row[2]) // 4, []).append(row)
+    partitions = {
+        dimension: _partition(group, dimension, document_codes) for dimension, group in grouped.items()
+    }
+    return _VectorIndex(generation, document_codes, partitions)
+
+
+def _partition(rows: list[tuple[str, str, bytes]], dimension: int, document_codes: dict[str, int]) -> _VectorPartition:
+    matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dimension)
+    row_document = np.fromiter(
+        (document_codes.setdefault(row[1], len(document_codes)) for row in rows), dtype=np.int32, count=len(rows)
+    )
+    return _VectorPartition(matrix, tuple(row[0] for row in rows), row_document)
+
+
+def _allowed_rows(index: _VectorIndex, partition: _VectorPartition, allowed: list[str]) -> np.ndarray:
+    """Row numbers of `partition` whose document passed the filters (a boolean mask per document)."""
+    mask = np.zeros(len(index.document_codes), dtype=bool)
+    mask[[index.document_codes[d] for d in allowed if d in index.document_codes]] = True
+    return np.flatnonzero(mask[partition.row_document])
+
+
+def _scores(matrix: np.ndarray, query: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Dot products for `rows` (all rows when None). Gathering a small subset first is cheaper
+    than a full pass; gathering most of the matrix would copy more than the pass reads."""
+    if rows is None:
+        return matrix @ query
+    if 2 * len(rows) < len(matrix):
+        return matrix[rows] @ query
+    return (matrix @ query)[rows]
+
+
+def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first: argpartition, then sort only those k."""
+    if k < len(scores):
+        candidates = np.argpartition(-scores, k - 1)[:k]
+    else:
+        candidates = np.arange(len(scores))
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
+
+
+def _unit_query(vector: np.ndarray) -> np.ndarray:
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(query))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise InvalidQueryError("the query vector is zero or not finite")
+    return query / norm
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise InvalidQueryError(f"k must be at least 1, got {k}")
+
+
+# Rows to values ----------------------------------------------------------------------
+def chunk_id(document_id: str, position: int) -> str:
+    return f"{document_id}#{position}"
+
+
+def _section(heading_path: tuple[str, ...]) -> str:
+    return " > ".join(heading_path)
+
+
+def _document(row: tuple[Any, ...]) -> DocumentRecord:
+    (id_, collection, source, title, media_type, status, error, chunk_count, content_hash,
+     metadata, created_at, updated_at) = row
+    return DocumentRecord(
+        id=id_, collection=collection, source=source, title=title, media_type=media_type,
+        status=DocumentStatus(status), error=error, chunk_count=chunk_count, content_hash=content_hash,
+        metadata=json.loads(metadata), created_at=created_at, updated_at=updated_at,
+    )
+
+
+def _stored_chunk(row: tuple[Any, ...]) -> StoredChunk:
+    id_, document_id, collection, source, title, position, text, heading_path, page, prefix = row
+    return StoredChunk(
+        id=id_, document_id=document_id, collection=collection, source=source, title=title,
+        position=position, text=text, heading_path=tuple(json.loads(heading_path)), page=page, prefix=prefix,
+    )
+
+
+def _not_found(document_id: str) -> DocumentNotFoundError:
+    return DocumentNotFoundError(f"no document with id {document_id!r}; list the documents to find its id")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _placeholders(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _batched(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    return (items[i : i + size] for i in range(0, len(items), size))
+
+
+def _file_size(path: str) -> int:
+    """Bytes on disk, the WAL included (it can hold recent writes not yet checkpointed)."""
+    files = (Path(path), Path(path + "-wal"))
+    return sum(f.stat().st_size for f in files if f.is_file())

@@ -1,0 +1,119 @@
+"""Shared fixtures for the loader tests: real PDFs, a real local HTTP server, settings."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from fpdf import FPDF
+from pypdf import PdfReader, PdfWriter
+
+from sourcebook.settings import Settings
+
+MakePdf = Callable[..., bytes]
+
+
+@pytest.fixture
+def make_pdf() -> MakePdf:
+    """`make_pdf([["page 1 para", ...], ["page 2 para"]], title=...)` -> PDF bytes.
+
+    An empty page list entry makes a page with a drawing and no text (a "scan").
+    """
+
+    def build(pages: Sequence[Sequence[str]], title: str | None = None) -> bytes:
+        pdf = FPDF()
+        if title:
+            pdf.set_title(title)
+        pdf.set_font("Helvetica", size=12)
+        for paragraphs in pages:
+            pdf.add_page()
+            if not paragraphs:
+                pdf.rect(20, 20, 100, 100, style="F")
+            for paragraph in paragraphs:
+                pdf.multi_cell(0, 6, paragraph)
+                pdf.ln(8)
+        return bytes(pdf.output())
+
+    return build
+
+
+@pytest.fixture
+def encrypt_pdf() -> Callable[..., bytes]:
+    """Encrypt PDF bytes with pypdf's writer (RC4 needs no crypto library)."""
+
+    def encrypt(data: bytes, user_password: str, algorithm: str = "RC4-128") -> bytes:
+        writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+        writer.encrypt(user_password=user_password, owner_password="owner-secret", algorithm=algorithm)
+        out = io.BytesIO()
+        writer.write(out)
+        return out.getvalue()
+
+    return encrypt
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    send_length: bool = True
+
+
+@dataclass
+class LocalServer:
+    """A real HTTP server on 127.0.0.1; tests add routes and read the request log."""
+
+    port: int
+    routes: dict[str, Route] = field(default_factory=dict)
+    requested: list[str] = field(default_factory=list)
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+
+def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            server.requested.append(self.path)
+            route = server.routes.get(self.path, Route(404, b"not found"))
+            if route.delay:
+                threading.Event().wait(route.delay)
+            self.send_response(route.status)
+            for name, value in route.headers.items():
+                self.send_header(name, value)
+            if route.send_length:
+                self.send_header("Content-Length", str(len(route.body)))
+            self.end_headers()
+            try:
+                self.wfile.write(route.body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client hung up (size limit, timeout): expected in those tests
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Keep test output clean."""
+
+    return Handler
+
+
+@pytest.fixture
+def http_server() -> Iterator[LocalServer]:
+    state = LocalServer(port=0)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd.daemon_threads = True
+    state.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def local_settings() -> Settings:
+    """Settings that may fetch from this machine (the test server), with short limits."""
+    return Settings(allow_private_urls=True, url_timeout=2.0, url_max_bytes=10_000)

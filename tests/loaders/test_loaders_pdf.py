@@ -1,0 +1,148 @@
+"""PDF loading from real generated PDFs: pages, paragraphs, titles, and every failure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pytest
+
+from sourcebook.errors import EmptyDocumentError, LoaderError
+from sourcebook.loaders.pdf import PdfLoader, TextLine, page_lines, page_paragraphs
+
+load = PdfLoader().load
+
+LONG = (
+    "Retrieval augmented generation combines a search step with a language model so that answers "
+    "can quote the documents they rely on. This paragraph is long enough to wrap over several lines."
+)
+
+
+def test_pages_paragraphs_and_metadata_title(make_pdf: Callable[..., bytes]) -> None:
+    data = make_pdf([[LONG, "Second paragraph on page one."], ["Page two says hello."]], title="Design Notes")
+    doc = load(data, "notes.pdf")
+    assert doc.title == "Design Notes"
+    assert [(b.kind, b.text, b.page) for b in doc.blocks] == [
+        ("paragraph", LONG, 1),
+        ("paragraph", "Second paragraph on page one.", 1),
+        ("paragraph", "Page two says hello.", 2),
+    ]
+    assert all(b.heading_path == () for b in doc.blocks)
+    assert doc.media_type == "application/pdf"
+    assert doc.metadata["pages"] == 2
+
+
+def test_title_falls_back_to_first_line(make_pdf: Callable[..., bytes]) -> None:
+    doc = load(make_pdf([["Quarterly report", LONG]]), "q3.pdf")
+    assert doc.title == "Quarterly report"
+
+
+def _lines(text: str) -> list[TextLine]:
+    return [TextLine(line) for line in text.split("\n")]
+
+
+def test_hyphenated_line_breaks_are_rejoined() -> None:
+    text = "An exam-\nple of a hyphen-\nated word and Jean-\nPaul.\n\nNext paragraph."
+    assert page_paragraphs(_lines(text)) == ["An example of a hyphenated word and Jean-Paul.", "Next paragraph."]
+
+
+def test_short_line_ending_a_sentence_ends_a_paragraph() -> None:
+    text = "A long line of text that fills the measure of the page\nwith more words.\nA new paragraph begins here and\ncontinues."
+    assert page_paragraphs(_lines(text)) == [
+        "A long line of text that fills the measure of the page with more words.",
+        "A new paragraph begins here and continues.",
+    ]
+
+
+def test_bullets_start_paragraphs() -> None:
+    text = "Features of the library that it offers:\n• one long item that fills up the line\nand wraps\n• two"
+    assert page_paragraphs(_lines(text)) == [
+        "Features of the library that it offers:",
+        "• one long item that fills up the line and wraps",
+        "• two",
+    ]
+
+
+def test_text_without_positions_is_still_split() -> None:
+    """Should pypdf's visitor fragments ever disagree with its text, the text wins."""
+
+    class Page:
+        def extract_text(self, visitor_text: Callable[..., None]) -> str:
+            visitor_text("something else", [1, 0, 0, 1, 0, 0], [1, 0, 0, 1, 0, 700], None, 12)
+            return "Real text\n\nof the page."
+
+    assert page_lines(Page()) == [TextLine("Real text"), TextLine(""), TextLine("of the page.")]  # type: ignore[arg-type]
+
+
+def test_gaps_font_sizes_and_columns_separate_paragraphs() -> None:
+    lines = [
+        TextLine("Results", 700, 16),  # heading: larger font
+        TextLine("first line of a paragraph that fills", 680, 10),
+        TextLine("the whole measure of the column too", 668, 10),
+        TextLine("after a wide gap a new paragraph that", 640, 10),
+        TextLine("also fills the measure of the column", 628, 10),
+        TextLine("top of the second column continues", 700, 10),
+        TextLine("on the next line of that column text", 688, 10),
+    ]
+    assert page_paragraphs(lines) == [
+        "Results",
+        "first line of a paragraph that fills the whole measure of the column too",
+        "after a wide gap a new paragraph that also fills the measure of the column",
+        "top of the second column continues on the next line of that column text",
+    ]
+
+
+def test_scanned_pdf_without_text(make_pdf: Callable[..., bytes]) -> None:
+    with pytest.raises(EmptyDocumentError, match=r"no extractable text \(scanned PDF\? OCR is not supported\)"):
+        load(make_pdf([[], []]), "scan.pdf")
+
+
+def test_encrypted_pdf_needing_a_password(
+    make_pdf: Callable[..., bytes], encrypt_pdf: Callable[..., bytes]
+) -> None:
+    data = encrypt_pdf(make_pdf([["Secret plans."]]), user_password="hunter2")
+    with pytest.raises(LoaderError, match="encrypted PDF") as info:
+        load(data, "secret.pdf")
+    assert info.value.source == "secret.pdf"
+
+
+def test_pdf_encrypted_with_empty_user_password_is_read(
+    make_pdf: Callable[..., bytes], encrypt_pdf: Callable[..., bytes]
+) -> None:
+    data = encrypt_pdf(make_pdf([["Readable by anyone."]]), user_password="")
+    assert load(data, "perms.pdf").blocks[0].text == "Readable by anyone."
+
+
+def test_aes_encrypted_pdf_with_empty_password(
+    make_pdf: Callable[..., bytes], encrypt_pdf: Callable[..., bytes]
+) -> None:
+    pytest.importorskip("cryptography")
+    data = encrypt_pdf(make_pdf([["AES protected."]]), user_password="", algorithm="AES-256")
+    assert load(data, "aes.pdf").blocks[0].text == "AES protected."
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda data: b"%PDF-1.7\nthis is not really a pdf",
+        lambda data: data[: len(data) // 3],
+        lambda data: b"PK\x03\x04" + b"a zip archive named .pdf " * 40,
+    ],
+    ids=["garbage", "truncated", "not-a-pdf"],
+)
+def test_corrupt_pdf(make_pdf: Callable[..., bytes], mangle: Callable[[bytes], bytes]) -> None:
+    data = mangle(make_pdf([[LONG]]))
+    with pytest.raises(LoaderError, match="corrupt or unreadable PDF: ") as info:
+        load(data, "broken.pdf")
+    assert info.value.source == "broken.pdf"
+
+
+def test_empty_pdf_file() -> None:
+    with pytest.raises(EmptyDocumentError, match="empty file"):
+        load(b"", "zero.pdf")
+
+
+def test_pypdf_noise_is_silenced(make_pdf: Callable[..., bytes], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING), pytest.raises(LoaderError):
+        load(b"%PDF-1.4\n1 0 obj garbage", "noisy.pdf")
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]

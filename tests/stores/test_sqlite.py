@@ -1,0 +1,275 @@
+"""What only the SQLite store promises: the file format, several connections, threads.
+
+The behaviour every store shares is in tests/conformance/test_store.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sourcebook.stores as stores
+from sourcebook.errors import ConfigurationError, InvalidQueryError, StoreError
+from sourcebook.models import Chunk, DocumentStatus, SearchFilter
+from sourcebook.stores import SQLiteStore, open_store
+from sourcebook.stores import sqlite as sqlite_store
+
+DIM = 4
+EVERYTHING = SearchFilter()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "kb.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SQLiteStore]:
+    with SQLiteStore(db_path) as instance:
+        instance.ensure_collection("docs", "model", DIM)
+        yield instance
+
+
+def put(store: SQLiteStore, document_id: str, texts: list[str], direction: int = 0, title: str = "Title") -> None:
+    """Give a document these chunks, all with the unit vector along axis `direction`."""
+    if store.get_document(document_id) is None:
+        store.upsert_document(document_id, collection="docs", source=document_id, title=title,
+                              media_type="text/plain", metadata={}, status=DocumentStatus.PROCESSING)
+    chunks = [Chunk(i, text, 0, len(text), ("Part",), None, 2, "") for i, text in enumerate(texts)]
+    vectors = np.zeros((len(texts), DIM), dtype=np.float32)
+    vectors[:, direction] = 1.0
+    store.replace_chunks(document_id, content_hash=str(texts), title=title, chunks=chunks, vectors=vectors)
+
+
+def axis(direction: int, dimension: int = DIM) -> np.ndarray:
+    vector = np.zeros(dimension, dtype=np.float32)
+    vector[direction] = 1.0
+    return vector
+
+
+def raw(db_path: Path, sql: str) -> list[tuple]:
+    """Look at the file with a plain connection, as another process would."""
+    with sqlite3.connect(db_path) as conn:
+        return conn.execute(sql).fetchall()
+
+
+# The file ---------------------------------------------------------------------------------
+def test_wal_mode_and_schema_version(store: SQLiteStore, db_path: Path) -> None:
+    assert raw(db_path, "PRAGMA journal_mode") == [("wal",)]
+    assert raw(db_path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
+    assert raw(db_path, "PRAGMA application_id") == [(sqlite_store.APPLICATION_ID,)]
+
+
+def test_reopening_keeps_data(store: SQLiteStore, db_path: Path) -> None:
+    put(store, "d1", ["kept text"])
+    store.close()
+    with SQLiteStore(db_path) as reopened:
+        assert [c.text for c in reopened.document_chunks("d1")] == ["kept text"]
+
+
+def test_corrupt_file_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "corrupt.db"
+    path.write_bytes(b"this is not a database at all" * 200)
+    with pytest.raises(StoreError, match="corrupt.db"):
+        SQLiteStore(path)
+
+
+def test_another_applications_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    with pytest.raises(StoreError, match="other.db.*not a Sourcebook database"):
+        SQLiteStore(path)
+
+
+def test_newer_schema_is_refused(store: SQLiteStore, db_path: Path) -> None:
+    store.close()
+    raw(db_path, f"PRAGMA user_version = {sqlite_store.SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="upgrade Sourcebook"):
+        SQLiteStore(db_path)
+
+
+def test_closed_store_raises(store: SQLiteStore) -> None:
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.collections()
+
+
+# The keyword index ---------------------------------------------------------------------------
+def fts_rowids(db_path: Path, term: str | None = None) -> list[int]:
+    where = f" WHERE chunks_fts MATCH '\"{term}\"'" if term else ""
+    return sorted(row[0] for row in raw(db_path, f"SELECT rowid FROM chunks_fts{where}"))
+
+
+def test_keyword_rows_follow_chunks_exactly(store: SQLiteStore, db_path: Path) -> None:
+    put(store, "d1", ["alpha", "beta", "gamma"])
+    put(store, "d2", ["delta"])
+    put(store, "d1", ["epsilon"])
+    assert fts_rowids(db_path) == sorted(row[0] for row in raw(db_path, "SELECT seq FROM chunks"))
+    store.delete_document("d2")
+    assert len(fts_rowids(db_path)) == 1
+    assert fts_rowids(db_path, "gamma") == fts_rowids(db_path, "delta") == []
+    raw(db_path, "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+
+
+def test_renamed_document_leaves_no_old_title_in_the_index(store: SQLiteStore, db_path: Path) -> None:
+    put(store, "d1", ["body text"], title="Aardvark")
+    store.upsert_document("d1", collection="docs", source="d1", title="Badger", media_type="text/plain",
+                          metadata={}, status=DocumentStatus.PROCESSING)
+    put(store, "d1", ["body text"], title="Badger")
+    assert fts_rowids(db_path, "aardvark") == []
+    assert [r.chunk_id for r in store.keyword_search("badger", 5, EVERYTHING)] == ["d1#0"]
+
+
+def test_failure_after_the_old_rows_are_gone_rolls_back(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    put(store, "d1", ["old alpha", "old beta"])
+    real_insert = sqlite_store._insert_chunk_rows
+
+    def insert_then_fail(*args: object) -> None:
+        real_insert(*args)
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setattr(sqlite_store, "_insert_chunk_rows", insert_then_fail)
+    with pytest.raises(RuntimeError):
+        put(store, "d1", ["new text"])
+    assert [c.text for c in store.document_chunks("d1")] == ["old alpha", "old beta"]
+    assert {r.chunk_id for r in store.keyword_search("alpha beta", 5, EVERYTHING)} == {"d1#0", "d1#1"}
+    assert store.keyword_search("new", 5, EVERYTHING) == []
+
+
+# Several connections, several threads ----------------------------------------------------------
+def test_second_instance_sees_writes_in_vector_search(store: SQLiteStore, db_path: Path) -> None:
+    put(store, "d1", ["one"], direction=0)
+    with SQLiteStore(db_path) as other:
+        assert [r.chunk_id for r in other.vector_search(axis(1), 5, EVERYTHING)] == ["d1#0"]
+        put(store, "d2", ["two"], direction=1)
+        assert [r.chunk_id for r in other.vector_search(axis(1), 5, EVERYTHING)] == ["d2#0", "d1#0"]
+        store.delete_document("d2")
+        assert [r.chunk_id for r in other.vector_search(axis(1), 5, EVERYTHING)] == ["d1#0"]
+
+
+def test_readers_see_old_or_new_never_a_mix(store: SQLiteStore, db_path: Path) -> None:
+    """Versions of 5 and 3 chunks alternate; any other result seen by a reader is a torn read."""
+    versions = {5: ("alpha words",) * 5, 3: ("beta words",) * 3}
+    put(store, "d1", list(versions[5]))
+    other = SQLiteStore(db_path)
+    chunk_texts: set[tuple[str, ...]] = set()
+    result_counts: set[int] = set()
+    done = threading.Event()
+
+    def read(reader: SQLiteStore) -> None:
+        while not done.is_set():
+            chunk_texts.add(tuple(c.text for c in reader.document_chunks("d1")))
+            result_counts.add(len(reader.keyword_search("alpha beta", 10, EVERYTHING)))
+            result_counts.add(len(reader.vector_search(axis(0), 10, EVERYTHING)))
+
+    # Two threads share the writer's instance (its lock), one reads through its own connection.
+    readers = [threading.Thread(target=read, args=(reader,)) for reader in (store, store, other)]
+    for thread in readers:
+        thread.start()
+    for i in range(40):
+        put(store, "d1", list(versions[3 if i % 2 == 0 else 5]))
+    done.set()
+    for thread in readers:
+        thread.join()
+    other.close()
+    assert chunk_texts and chunk_texts <= set(versions.values())
+    assert result_counts and result_counts <= {3, 5}
+
+
+# Searching ---------------------------------------------------------------------------------------
+def test_collections_of_other_dimensions_are_searched_apart(store: SQLiteStore) -> None:
+    store.ensure_collection("wide", "wide-model", 8)
+    put(store, "narrow", ["text"])
+    store.upsert_document("w", collection="wide", source="w", title="W", media_type="text/plain",
+                          metadata={}, status=DocumentStatus.PROCESSING)
+    store.replace_chunks("w", content_hash="h", title="W", chunks=[Chunk(0, "t", 0, 1, (), None, 1, "")],
+                         vectors=axis(0, 8)[None, :])
+    assert [r.chunk_id for r in store.vector_search(axis(0, 8), 5, EVERYTHING)] == ["w#0"]
+    assert [r.chunk_id for r in store.vector_search(axis(0), 5, EVERYTHING)] == ["narrow#0"]
+    with pytest.raises(InvalidQueryError, match="wide"):
+        store.vector_search(axis(0), 5, SearchFilter.build(collections="wide"))
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.keyword_search("x", 0, EVERYTHING),
+    lambda s: s.vector_search(axis(0), 0, EVERYTHING),
+    lambda s: s.vector_search(np.zeros(DIM), 5, EVERYTHING),
+    lambda s: s.keyword_search("x", 5, SearchFilter.build(metadata={"tags": ["a"]})),
+    lambda s: s.keyword_search("x", 5, SearchFilter.build(metadata={'a"b': 1})),
+])
+def test_malformed_searches_are_refused(store: SQLiteStore, call) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidQueryError):
+        call(store)
+
+
+def test_document_writes_are_checked(store: SQLiteStore) -> None:
+    with pytest.raises(StoreError, match="ensure_collection"):
+        store.upsert_document("d", collection="nope", source="s", title="T", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PENDING)
+    put(store, "d1", ["x"])
+    with pytest.raises(StoreError, match="already in collection"):
+        store.upsert_document("d2", collection="docs", source="d1", title="T", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PENDING)
+
+
+def test_vector_search_latency_is_measured(store: SQLiteStore, db_path: Path) -> None:
+    """Prints p50 on 20,000 x 384 (run with -s to see it); bench/store_latency.py does 100,000."""
+    store.ensure_collection("bench", "model", 384)
+    rng = np.random.default_rng(0)
+    for d in range(20):
+        store.upsert_document(f"b{d}", collection="bench", source=f"b{d}", title="T", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PROCESSING)
+        vectors = rng.standard_normal((1000, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        chunks = [Chunk(i, "x", 0, 1, (), None, 1, "") for i in range(1000)]
+        store.replace_chunks(f"b{d}", content_hash="h", title="T", chunks=chunks, vectors=vectors)
+    queries = rng.standard_normal((30, 384)).astype(np.float32)
+    store.vector_search(queries[0], 10, EVERYTHING)  # first load
+    timings = []
+    for query in queries:
+        start = time.perf_counter()
+        assert len(store.vector_search(query, 10, EVERYTHING)) == 10
+        timings.append(time.perf_counter() - start)
+    print(f"vector_search p50 at 20,000 x 384: {statistics.median(timings) * 1000:.2f} ms")
+
+
+# The registry ------------------------------------------------------------------------------------
+def test_open_store_takes_paths_and_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for target, expected in [
+        (tmp_path / "a.db", tmp_path / "a.db"),
+        ("b.db", tmp_path / "b.db"),
+        ("sqlite:///c.db", tmp_path / "c.db"),
+        (f"sqlite:///{tmp_path / 'd.db'}", tmp_path / "d.db"),
+    ]:
+        opened = open_store(target)
+        assert isinstance(opened, SQLiteStore)
+        opened.close()
+        assert expected.exists()
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("postgresql://user@host/db", "Postgres store not installed yet"),
+    ("postgres://host/db", "Postgres store not installed yet"),
+    ("mongodb://host/db", "no store handles mongodb://"),
+    ("sqlite://", "bad SQLite URL"),
+])
+def test_open_store_refuses_what_it_cannot_open(url: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        open_store(url)
+
+
+def test_registered_factories_receive_the_url(monkeypatch: pytest.MonkeyPatch, store: SQLiteStore) -> None:
+    monkeypatch.setattr(stores, "_FACTORIES", dict(stores._FACTORIES))
+    received: list[str] = []
+    stores.register_store("memo", lambda url: received.append(url) or store)
+    assert open_store("memo://anything") is store
+    assert received == ["memo://anything"]
