@@ -213,12 +213,14 @@ class _Tokens:
         self._text = text
         self._count = count_tokens
         self._cache: dict[Span | str, int] = {}
+        self._atoms: Sequence[Span] = ()
         self._atom_at_start: dict[int, int] = {}
         self._atom_at_end: dict[int, int] = {}
         self._sums = [0]  # self._sums[i]: tokens of the atoms before atom i
 
     def index_atoms(self, atoms: Sequence[Span]) -> None:
         """Count `atoms` (in order, not overlapping) so spans of whole atoms are sums."""
+        self._atoms = atoms
         for index, ((start, end), tokens) in enumerate(zip(atoms, self.of(atoms))):
             self._atom_at_start[start] = index
             self._atom_at_end[end] = index
@@ -247,14 +249,23 @@ class _Tokens:
     def text_of(self, key: Span | str) -> str:
         return key if isinstance(key, str) else self._text[key[0] : key[1]]
 
-    def _sum_of_atoms(self, key: Span | str) -> int | None:
-        if isinstance(key, str):
+    def atoms_in(self, start: int, end: int) -> Sequence[Span] | None:
+        """The atoms that make up text[start:end] exactly, if it is made of atoms."""
+        if (atoms := self._atom_range(start, end)) is None:
             return None
-        first = self._atom_at_start.get(key[0])
-        last = self._atom_at_end.get(key[1])
+        return self._atoms[atoms.start : atoms.stop]
+
+    def _sum_of_atoms(self, key: Span | str) -> int | None:
+        if isinstance(key, str) or (atoms := self._atom_range(*key)) is None:
+            return None
+        return self._sums[atoms.stop] - self._sums[atoms.start]
+
+    def _atom_range(self, start: int, end: int) -> range | None:
+        first = self._atom_at_start.get(start)
+        last = self._atom_at_end.get(end)
         if first is None or last is None or last < first:
             return None
-        return self._sums[last + 1] - self._sums[first]
+        return range(first, last + 1)
 
 
 class _DocumentChunker:
@@ -345,6 +356,9 @@ class _DocumentChunker:
         return [self._chunk(position, *span) for position, span in enumerate(spans)]
 
     def _lower_budgets(self, excess: list[int]) -> None:
+        """Take each section's worst excess off its budget; give up past half the budget
+        (prefixes take at most the other half), as the counter is then far from additive
+        or does not count what `chunk_document` expects."""
         first = 0
         for section, size in enumerate(self.plan_sizes):
             worst = max(excess[first : first + size])
@@ -352,7 +366,7 @@ class _DocumentChunker:
             if worst <= 0:
                 continue
             self.cuts[section] += worst
-            if self.cuts[section] >= self.max_tokens:
+            if self.cuts[section] > self.max_tokens // 2:
                 raise ChunkingError(
                     f"{self.doc.source}: the token counter's counts cannot be fitted to "
                     f"max_tokens={self.max_tokens}; check that it counts content tokens"
@@ -538,14 +552,14 @@ class _DocumentChunker:
             if total >= limit:
                 region = piece.start
                 break
-        sentences = _sentences(self.text, region, end)
+        sentences = self.tokens.atoms_in(region, end) or _sentences(self.text, region, end)
         taken = self._tail(sentences, limit, start)
-        if taken is None:
-            words = _words(self.text, *sentences[-1])
+        if taken is None:  # a word has a token or more, so at most `limit` words fit
+            words = _words(self.text, *sentences[-1])[-limit - 1 :]
             taken = self._tail(words, limit, start)
         return taken
 
-    def _tail(self, spans: list[Span], limit: int, floor: int) -> _Piece | None:
+    def _tail(self, spans: Sequence[Span], limit: int, floor: int) -> _Piece | None:
         """The longest run of trailing `spans` within `limit` tokens starting after `floor`."""
         counts = self.tokens.of(spans)
         used, first = 0, None

@@ -13,8 +13,8 @@ A gap ends a sentence when
   brackets included) and the next character is an uppercase letter, a digit or an
   opening quote/bracket, unless the word before is an abbreviation that is always
   followed by more of the sentence (e.g., Dr., Fig., et al., U.S.), or a single initial
-  ("J. Smith", "S. Typhi") that is not followed by a common sentence opener
-  ("vitamin D. This");
+  followed by what looks like the rest of a name ("J. Smith", "S. Typhi"; but not
+  "vitamin D. This" or "degrees C. RNA");
 - it holds a newline and the line does not visibly continue on the next one.
 
 "etc." is deliberately not in the abbreviation list: before a capitalised word it
@@ -126,8 +126,17 @@ def _is_abbreviation(core: str, following: str) -> bool:
     if bare in _ABBREVIATIONS or _INITIALISM.match(bare):
         return True
     if _INITIAL.match(bare):
-        return following.split(maxsplit=1)[0] not in _SENTENCE_STARTERS
+        return _continues_initial(following.split(maxsplit=1)[0])
     return bare in _NUMBER_ABBREVIATIONS and following[0].isdigit()
+
+
+def _continues_initial(word: str) -> bool:
+    """Whether `word`, after a single initial, reads as the rest of a name ("J. Smith",
+    "R. A. Fisher", "S. Typhi") rather than a new sentence ("C. RNA", "D. This")."""
+    if _INITIAL.match(word):
+        return True
+    looks_like_name = len(word) > 1 and word[0].isupper() and word[1].islower()
+    return looks_like_name and word not in _SENTENCE_STARTERS
 
 
 def _continues(word: str, following: str) -> bool:

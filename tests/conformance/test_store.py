@@ -13,8 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sourcebook.errors import DocumentNotFoundError, EmbeddingModelMismatchError, StoreError
-from sourcebook.models import Chunk, DocumentStatus, ScoredId, SearchFilter
+from sourcebook.errors import (
+    DocumentNotFoundError,
+    EmbeddingModelMismatchError,
+    StoreError,
+)
+from sourcebook.models import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    ScoredId,
+    SearchFilter,
+)
 from sourcebook.stores import SQLiteStore, Store
 
 StoreFactory = Callable[[Path], Store]
@@ -75,6 +85,12 @@ def add_document(
     return chunks
 
 
+def stored_record(store: Store, document_id: str) -> DocumentRecord:
+    found = store.get_document(document_id)
+    assert found is not None, f"document {document_id} is missing"
+    return found
+
+
 def ids(results: list[ScoredId]) -> list[str]:
     return [r.chunk_id for r in results]
 
@@ -122,8 +138,7 @@ def test_upsert_get_find_and_list_documents(store: Store) -> None:
                           metadata={"lang": "en"}, status=DocumentStatus.PENDING)
     store.upsert_document("d2", collection="other", source="b.md", title="B", media_type="text/markdown",
                           metadata={}, status=DocumentStatus.PROCESSING)
-    record = store.get_document("d1")
-    assert record is not None
+    record = stored_record(store, "d1")
     assert (record.collection, record.source, record.title, record.media_type) == ("docs", "a.md", "A", "text/markdown")
     assert (record.status, record.error, record.chunk_count, record.content_hash) == (DocumentStatus.PENDING, None, 0, None)
     assert record.metadata == {"lang": "en"}
@@ -141,9 +156,9 @@ def test_status_transitions(store: Store) -> None:
     store.upsert_document("d1", collection="docs", source="a", title="A", media_type="text/plain",
                           metadata={}, status=DocumentStatus.PENDING)
     store.set_status("d1", DocumentStatus.PROCESSING)
-    assert store.get_document("d1").status == DocumentStatus.PROCESSING
+    assert stored_record(store, "d1").status == DocumentStatus.PROCESSING
     store.set_status("d1", DocumentStatus.ERROR, "parse failed")
-    record = store.get_document("d1")
+    record = stored_record(store, "d1")
     assert (record.status, record.error) == (DocumentStatus.ERROR, "parse failed")
     with pytest.raises(DocumentNotFoundError):
         store.set_status("missing", DocumentStatus.READY)
@@ -153,7 +168,7 @@ def test_upsert_keeps_chunks_and_hash_while_reprocessing(store: Store) -> None:
     add_document(store, "d1", ["the original text"], metadata={"v": 1})
     store.upsert_document("d1", collection="docs", source="d1.txt", title="Renamed", media_type="text/plain",
                           metadata={"v": 2}, status=DocumentStatus.PROCESSING)
-    record = store.get_document("d1")
+    record = stored_record(store, "d1")
     assert (record.title, record.metadata, record.status) == ("Renamed", {"v": 2}, DocumentStatus.PROCESSING)
     assert (record.chunk_count, record.content_hash) == (1, "hash-d1")
     assert ids(store.keyword_search("original", 5, EVERYTHING)) == ["d1#0"]
@@ -168,7 +183,7 @@ def test_replace_chunks_then_read_them_back(store: Store) -> None:
     vectors = np.stack([unit(1.0), unit(0.0, 1.0), unit(0.0, 0.0, 1.0)])
     store.replace_chunks("d1", content_hash="h1", title="New title", chunks=chunks, vectors=vectors)
 
-    record = store.get_document("d1")
+    record = stored_record(store, "d1")
     assert (record.status, record.error, record.chunk_count, record.content_hash, record.title) == (
         DocumentStatus.READY, None, 3, "h1", "New title")
     stored = store.document_chunks("d1")
@@ -193,7 +208,7 @@ def test_replace_with_fewer_chunks_leaves_nothing_stale(store: Store) -> None:
     assert ids(store.keyword_search("words", 10, EVERYTHING)) == ["d1#0"]
     assert ids(store.vector_search(unit(0.0, 1.0), 10, EVERYTHING)) == ["d1#0"]
     assert store.vectors_for_hashes("docs", [c.content_hash for c in old]) == {}
-    assert store.get_document("d1").chunk_count == 1
+    assert stored_record(store, "d1").chunk_count == 1
 
 
 def test_vectors_for_hashes(store: Store) -> None:
@@ -355,7 +370,7 @@ def assert_old_chunks_intact(store: Store) -> None:
     assert [c.text for c in store.document_chunks("d1")] == ["old alpha", "old beta"]
     assert set(ids(store.keyword_search("alpha beta", 10, EVERYTHING))) == {"d1#0", "d1#1"}
     assert ids(store.vector_search(unit(0.0, 1.0), 1, EVERYTHING)) == ["d1#1"]
-    record = store.get_document("d1")
+    record = stored_record(store, "d1")
     assert (record.status, record.chunk_count, record.content_hash) == (DocumentStatus.READY, 2, "hash-d1")
 
 

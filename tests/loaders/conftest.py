@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from fpdf import FPDF
@@ -19,22 +21,24 @@ MakePdf = Callable[..., bytes]
 
 @pytest.fixture
 def make_pdf() -> MakePdf:
-    """`make_pdf([["page 1 para", ...], ["page 2 para"]], title=...)` -> PDF bytes.
+    """`make_pdf([["page 1 para", ("A heading", 18)], ["page 2 para"]], title=...)` -> PDF bytes.
 
-    An empty page list entry makes a page with a drawing and no text (a "scan").
+    Paragraphs are set in 12 pt unless given as (text, size). An empty page list
+    makes a page with a drawing and no text (a "scan").
     """
 
-    def build(pages: Sequence[Sequence[str]], title: str | None = None) -> bytes:
+    def build(pages: Sequence[Sequence[str | tuple[str, int]]], title: str | None = None) -> bytes:
         pdf = FPDF()
         if title:
             pdf.set_title(title)
-        pdf.set_font("Helvetica", size=12)
         for paragraphs in pages:
             pdf.add_page()
             if not paragraphs:
                 pdf.rect(20, 20, 100, 100, style="F")
             for paragraph in paragraphs:
-                pdf.multi_cell(0, 6, paragraph)
+                text, size = paragraph if isinstance(paragraph, tuple) else (paragraph, 12)
+                pdf.set_font("Helvetica", size=size)
+                pdf.multi_cell(0, size / 2, text)
                 pdf.ln(8)
         return bytes(pdf.output())
 
@@ -75,10 +79,15 @@ class LocalServer:
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
 
+    def add(self, path: str, body: bytes = b"", status: int = 200, **options: Any) -> str:
+        """Serve `body` at `path` (options: headers, delay, send_length); returns its URL."""
+        self.routes[path] = Route(status, body, **options)
+        return self.url(path)
+
 
 def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             server.requested.append(self.path)
             route = server.routes.get(self.path, Route(404, b"not found"))
             if route.delay:
@@ -89,10 +98,9 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
             if route.send_length:
                 self.send_header("Content-Length", str(len(route.body)))
             self.end_headers()
-            try:
+            # The client may hang up early (size limit, timeout): expected in those tests.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self.wfile.write(route.body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client hung up (size limit, timeout): expected in those tests
 
         def log_message(self, format: str, *args: object) -> None:
             """Keep test output clean."""
@@ -101,12 +109,14 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
-def http_server() -> Iterator[LocalServer]:
+def http_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)  # talk to the local server directly
     state = LocalServer(port=0)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
     state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield state
     httpd.shutdown()

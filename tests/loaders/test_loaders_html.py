@@ -46,7 +46,12 @@ PAGE = """<!doctype html>
 def test_main_content_blocks_and_heading_paths() -> None:
     doc = load(PAGE.encode(), "guide.html")
     got = [(b.kind, b.text, b.heading_path) for b in doc.blocks]
-    guide, install, options, usage = ("User guide",), ("User guide", "Install"), ("User guide", "Install", "Options"), ("User guide", "Usage")
+    guide, install, options, usage = (
+        ("User guide",),
+        ("User guide", "Install"),
+        ("User guide", "Install", "Options"),
+        ("User guide", "Usage"),
+    )
     assert got == [
         ("heading", "User guide", guide),
         ("paragraph", "Intro with a link and a break.", guide),
@@ -98,7 +103,10 @@ def test_empty_main_falls_back_to_body() -> None:
 
 
 def test_layout_tables_are_read_as_containers() -> None:
-    html = b"<body><table><tr><td><h1>Old site</h1><table><tr><td>cell</td></tr></table><p>Para</p></td></tr></table></body>"
+    html = (
+        b"<body><table><tr><td><h1>Old site</h1>"
+        b"<table><tr><td>cell</td></tr></table><p>Para</p></td></tr></table></body>"
+    )
     doc = load(html, "old.html")
     assert [(b.kind, b.text) for b in doc.blocks] == [("heading", "Old site"), ("table", "cell"), ("paragraph", "Para")]
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from sourcebook.errors import EmptyDocumentError, LoaderError
-from sourcebook.loaders.pdf import PdfLoader, TextLine, page_lines, page_paragraphs
+from sourcebook.loaders import pdf as pdf_module
+from sourcebook.loaders.pdf import Paragraph, PdfLoader, TextLine, drop_running_lines, page_lines, page_paragraphs
 
 load = PdfLoader().load
 
@@ -32,6 +34,25 @@ def test_pages_paragraphs_and_metadata_title(make_pdf: Callable[..., bytes]) -> 
     assert doc.metadata["pages"] == 2
 
 
+def test_larger_type_becomes_headings_with_paths(make_pdf: Callable[..., bytes]) -> None:
+    pages = [
+        [("User Guide", 24), ("Installing", 16), LONG, ("Upgrades", 14), "Run the upgrade command."],
+        [("Usage", 16), "Search from the command line."],
+    ]
+    doc = load(make_pdf(pages), "guide.pdf")
+    guide, install = ("User Guide",), ("User Guide", "Installing")
+    assert [(b.kind, b.text, b.heading_path, b.page) for b in doc.blocks] == [
+        ("heading", "User Guide", guide, 1),
+        ("heading", "Installing", install, 1),
+        ("paragraph", LONG, install, 1),
+        ("heading", "Upgrades", (*install, "Upgrades"), 1),
+        ("paragraph", "Run the upgrade command.", (*install, "Upgrades"), 1),
+        ("heading", "Usage", (*guide, "Usage"), 2),
+        ("paragraph", "Search from the command line.", (*guide, "Usage"), 2),
+    ]
+    assert doc.title == "User Guide"  # no metadata title: the first level-1 heading
+
+
 def test_title_falls_back_to_first_line(make_pdf: Callable[..., bytes]) -> None:
     doc = load(make_pdf([["Quarterly report", LONG]]), "q3.pdf")
     assert doc.title == "Quarterly report"
@@ -41,14 +62,24 @@ def _lines(text: str) -> list[TextLine]:
     return [TextLine(line) for line in text.split("\n")]
 
 
+def _texts(paragraphs: list[Paragraph]) -> list[str]:
+    return [paragraph.text for paragraph in paragraphs]
+
+
 def test_hyphenated_line_breaks_are_rejoined() -> None:
     text = "An exam-\nple of a hyphen-\nated word and Jean-\nPaul.\n\nNext paragraph."
-    assert page_paragraphs(_lines(text)) == ["An example of a hyphenated word and Jean-Paul.", "Next paragraph."]
+    assert _texts(page_paragraphs(_lines(text))) == [
+        "An example of a hyphenated word and Jean-Paul.",
+        "Next paragraph.",
+    ]
 
 
 def test_short_line_ending_a_sentence_ends_a_paragraph() -> None:
-    text = "A long line of text that fills the measure of the page\nwith more words.\nA new paragraph begins here and\ncontinues."
-    assert page_paragraphs(_lines(text)) == [
+    text = (
+        "A long line of text that fills the measure of the page\nwith more words.\n"
+        "A new paragraph begins here and\ncontinues."
+    )
+    assert _texts(page_paragraphs(_lines(text))) == [
         "A long line of text that fills the measure of the page with more words.",
         "A new paragraph begins here and continues.",
     ]
@@ -56,7 +87,7 @@ def test_short_line_ending_a_sentence_ends_a_paragraph() -> None:
 
 def test_bullets_start_paragraphs() -> None:
     text = "Features of the library that it offers:\n• one long item that fills up the line\nand wraps\n• two"
-    assert page_paragraphs(_lines(text)) == [
+    assert _texts(page_paragraphs(_lines(text))) == [
         "Features of the library that it offers:",
         "• one long item that fills up the line and wraps",
         "• two",
@@ -84,7 +115,7 @@ def test_gaps_font_sizes_and_columns_separate_paragraphs() -> None:
         TextLine("top of the second column continues", 700, 10),
         TextLine("on the next line of that column text", 688, 10),
     ]
-    assert page_paragraphs(lines) == [
+    assert _texts(page_paragraphs(lines)) == [
         "Results",
         "first line of a paragraph that fills the whole measure of the column too",
         "after a wide gap a new paragraph that also fills the measure of the column",
@@ -92,14 +123,25 @@ def test_gaps_font_sizes_and_columns_separate_paragraphs() -> None:
     ]
 
 
+def test_running_headers_and_footers_are_dropped(make_pdf: Callable[..., bytes]) -> None:
+    content = ["Welcome to the handbook.", "Holidays are 25 days.", "Expenses need receipts."]
+    pages = [["ACME Internal", text, f"Page {n} of 3"] for n, text in enumerate(content, start=1)]
+    doc = load(make_pdf(pages), "handbook.pdf")
+    assert [(b.text, b.page) for b in doc.blocks] == [(text, n) for n, text in enumerate(content, start=1)]
+    assert doc.title == "Welcome to the handbook."
+
+
+def test_running_lines_need_enough_pages() -> None:
+    pages = [[TextLine("Header"), TextLine("Body")], [TextLine("Header"), TextLine("Other")]]
+    assert drop_running_lines(pages) == pages
+
+
 def test_scanned_pdf_without_text(make_pdf: Callable[..., bytes]) -> None:
     with pytest.raises(EmptyDocumentError, match=r"no extractable text \(scanned PDF\? OCR is not supported\)"):
         load(make_pdf([[], []]), "scan.pdf")
 
 
-def test_encrypted_pdf_needing_a_password(
-    make_pdf: Callable[..., bytes], encrypt_pdf: Callable[..., bytes]
-) -> None:
+def test_encrypted_pdf_needing_a_password(make_pdf: Callable[..., bytes], encrypt_pdf: Callable[..., bytes]) -> None:
     data = encrypt_pdf(make_pdf([["Secret plans."]]), user_password="hunter2")
     with pytest.raises(LoaderError, match="encrypted PDF") as info:
         load(data, "secret.pdf")
@@ -135,6 +177,24 @@ def test_corrupt_pdf(make_pdf: Callable[..., bytes], mangle: Callable[[bytes], b
     with pytest.raises(LoaderError, match="corrupt or unreadable PDF: ") as info:
         load(data, "broken.pdf")
     assert info.value.source == "broken.pdf"
+
+
+def test_a_damaged_page_does_not_lose_the_others(
+    make_pdf: Callable[..., bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = pdf_module.page_lines
+    calls: list[int] = []
+
+    def flaky(page: Any) -> list[TextLine]:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyError("/Contents")
+        return real(page)
+
+    monkeypatch.setattr(pdf_module, "page_lines", flaky)
+    doc = load(make_pdf([["One."], ["Two."], ["Three."]]), "flaky.pdf")
+    assert [(b.text, b.page) for b in doc.blocks] == [("One.", 1), ("Three.", 3)]
+    assert doc.metadata["unreadable_pages"] == [2]
 
 
 def test_empty_pdf_file() -> None:

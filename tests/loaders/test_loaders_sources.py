@@ -6,7 +6,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -153,9 +153,9 @@ def test_empty_files_of_every_format(tmp_path: Path, settings: Settings, name: s
 
 
 class _CsvLoader:
-    name = "csv"
-    media_types = ("text/csv",)
-    extensions = (".csv",)
+    name: str = "csv"
+    media_types: tuple[str, ...] = ("text/csv",)
+    extensions: tuple[str, ...] = (".csv",)
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         rows = data.decode().strip().splitlines()
@@ -163,13 +163,14 @@ class _CsvLoader:
 
 
 @pytest.fixture
-def clean_registry() -> Callable[[], None]:
+def clean_registry() -> Iterator[None]:
     saved = list(LOADERS)
-    yield lambda: None
+    yield
     LOADERS[:] = saved
 
 
-def test_register_loader_adds_a_format(clean_registry: Callable[[], None]) -> None:
+@pytest.mark.usefixtures("clean_registry")
+def test_register_loader_adds_a_format() -> None:
     assert get_loader(extension=".csv") is None
     register_loader(_CsvLoader())
     assert get_loader(extension="CSV").name == "csv"  # type: ignore[union-attr]
@@ -192,7 +193,9 @@ def test_entry_point_plugins_load_and_broken_ones_are_skipped(
         importlib.metadata.EntryPoint("broken", "no_such_module_xyz:Loader", "sourcebook.loaders"),
         importlib.metadata.EntryPoint("odd", f"{module}:_NOT_A_LOADER", "sourcebook.loaders"),
     ]
-    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: points if group == "sourcebook.loaders" else [])
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda group: points if group == "sourcebook.loaders" else []
+    )
     with caplog.at_level(logging.WARNING):
         plugins = sources_module._plugin_loaders()
     assert [p.name for p in plugins] == ["csv"]
@@ -271,4 +274,6 @@ def test_explicit_files_urls_and_missing_paths_pass_through(tree: Path) -> None:
 
 def test_expansion_is_deterministic(tree: Path) -> None:
     first = expand_sources([str(tree)], ["*"], [])
-    assert first == expand_sources([str(tree)], ["*"], []) == sorted(first, key=lambda p: Path(p).relative_to(tree).parts)
+    assert (
+        first == expand_sources([str(tree)], ["*"], []) == sorted(first, key=lambda p: Path(p).relative_to(tree).parts)
+    )

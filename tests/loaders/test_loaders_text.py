@@ -97,7 +97,7 @@ def test_binary_data_named_txt_is_refused(data: bytes) -> None:
 
 @pytest.mark.parametrize("data", [b"", b"   \n\t\n  \r\n", codecs.BOM_UTF8, "\u200b\u00ad".encode()])
 def test_empty_or_blank_text_is_an_empty_document(data: bytes) -> None:
-    with pytest.raises(EmptyDocumentError, match="empty.txt"):
+    with pytest.raises(EmptyDocumentError, match=r"empty\.txt"):
         load(data, "empty.txt")
 
 
@@ -113,7 +113,11 @@ def test_cleaners() -> None:
 
 @pytest.mark.parametrize(
     ("source", "title"),
-    [("docs/My Notes.txt", "My Notes"), ("https://example.com/a/guide.html?x=1", "guide"), ("https://example.com/", "example.com")],
+    [
+        ("docs/My Notes.txt", "My Notes"),
+        ("https://example.com/a/guide.html?x=1", "guide"),
+        ("https://example.com/", "example.com"),
+    ],
 )
 def test_fallback_title_from_source(source: str, title: str) -> None:
     assert title_from_source(source) == title

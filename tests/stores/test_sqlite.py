@@ -11,11 +11,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-import sourcebook.stores as stores
+from sourcebook import stores
 from sourcebook.errors import ConfigurationError, InvalidQueryError, StoreError
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore, open_store
@@ -96,6 +97,19 @@ def test_newer_schema_is_refused(store: SQLiteStore, db_path: Path) -> None:
         SQLiteStore(db_path)
 
 
+def test_opening_does_not_wait_for_a_writer(store: SQLiteStore, db_path: Path) -> None:
+    """An up-to-date file is opened without the write lock another process may hold."""
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        start = time.perf_counter()
+        SQLiteStore(db_path).close()
+        assert time.perf_counter() - start < 2.0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_closed_store_raises(store: SQLiteStore) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
@@ -132,7 +146,7 @@ def test_failure_after_the_old_rows_are_gone_rolls_back(store: SQLiteStore, monk
     put(store, "d1", ["old alpha", "old beta"])
     real_insert = sqlite_store._insert_chunk_rows
 
-    def insert_then_fail(*args: object) -> None:
+    def insert_then_fail(*args: Any) -> None:
         real_insert(*args)
         raise RuntimeError("disk full, say")
 
@@ -153,6 +167,26 @@ def test_second_instance_sees_writes_in_vector_search(store: SQLiteStore, db_pat
         assert [r.chunk_id for r in other.vector_search(axis(1), 5, EVERYTHING)] == ["d2#0", "d1#0"]
         store.delete_document("d2")
         assert [r.chunk_id for r in other.vector_search(axis(1), 5, EVERYTHING)] == ["d1#0"]
+
+
+def test_vectors_reload_only_after_chunk_changes(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[int] = []
+    real_load = sqlite_store._load_index
+
+    def counting_load(conn: sqlite3.Connection, generation: int) -> Any:
+        loads.append(generation)
+        return real_load(conn, generation)
+
+    monkeypatch.setattr(sqlite_store, "_load_index", counting_load)
+    put(store, "d1", ["one"])
+    store.vector_search(axis(0), 5, EVERYTHING)
+    store.vector_search(axis(1), 5, EVERYTHING)
+    store.set_status("d1", DocumentStatus.PROCESSING)
+    store.vector_search(axis(0), 5, EVERYTHING)
+    assert len(loads) == 1
+    put(store, "d1", ["two"])
+    store.vector_search(axis(0), 5, EVERYTHING)
+    assert len(loads) == 2
 
 
 def test_readers_see_old_or_new_never_a_mix(store: SQLiteStore, db_path: Path) -> None:
@@ -244,12 +278,13 @@ def test_vector_search_latency_is_measured(store: SQLiteStore, db_path: Path) ->
 # The registry ------------------------------------------------------------------------------------
 def test_open_store_takes_paths_and_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    for target, expected in [
+    cases: list[tuple[str | Path, Path]] = [
         (tmp_path / "a.db", tmp_path / "a.db"),
         ("b.db", tmp_path / "b.db"),
         ("sqlite:///c.db", tmp_path / "c.db"),
         (f"sqlite:///{tmp_path / 'd.db'}", tmp_path / "d.db"),
-    ]:
+    ]
+    for target, expected in cases:
         opened = open_store(target)
         assert isinstance(opened, SQLiteStore)
         opened.close()
@@ -270,6 +305,11 @@ def test_open_store_refuses_what_it_cannot_open(url: str, message: str) -> None:
 def test_registered_factories_receive_the_url(monkeypatch: pytest.MonkeyPatch, store: SQLiteStore) -> None:
     monkeypatch.setattr(stores, "_FACTORIES", dict(stores._FACTORIES))
     received: list[str] = []
-    stores.register_store("memo", lambda url: received.append(url) or store)
+
+    def factory(url: str) -> SQLiteStore:
+        received.append(url)
+        return store
+
+    stores.register_store("memo", factory)
     assert open_store("memo://anything") is store
     assert received == ["memo://anything"]

@@ -20,6 +20,8 @@ from safetensors.numpy import load_file
 from ..errors import EmbeddingError
 
 OPSET = 17
+# Bump when the graph changes, so cached graphs (embedders/local.py) are rebuilt.
+GRAPH_VERSION = 1
 MS_DOMAIN = "com.microsoft"
 
 

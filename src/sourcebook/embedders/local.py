@@ -12,6 +12,7 @@ Model sources, by `Settings.embedding_model`:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -99,6 +100,36 @@ def resolve_model(spec: str) -> ModelFiles:
     )
 
 
+def _cache_dir() -> Path:
+    return Path(os.environ.get("SOURCEBOOK_CACHE", "~/.cache/sourcebook")).expanduser()
+
+
+def _bert_graph(bert_dir: Path) -> bytes | str:
+    """The ONNX graph of a safetensors BERT, built once and cached on disk.
+
+    Building takes about 1.5 s, which every CLI call would otherwise pay; the cache
+    key covers the weights file's identity and the builder's version. An unwritable
+    cache is not an error: the graph is then built in memory each time.
+    """
+    from .bert_onnx import GRAPH_VERSION, build_bert_onnx
+
+    weights = (bert_dir / "model.safetensors").resolve()
+    stat = weights.stat()
+    key = hashlib.sha256(f"{weights}:{stat.st_size}:{stat.st_mtime_ns}:{GRAPH_VERSION}".encode()).hexdigest()[:20]
+    cached = _cache_dir() / "onnx" / f"{key}.onnx"
+    if cached.exists():
+        return str(cached)
+    graph = build_bert_onnx(bert_dir)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(graph)
+        partial.replace(cached)
+    except OSError:
+        return graph
+    return str(cached)
+
+
 class LocalEmbedder:
     """An `Embedder` running a transformer encoder with onnxruntime.
 
@@ -127,10 +158,8 @@ class LocalEmbedder:
             if files.onnx is not None:
                 source: bytes | str = str(files.onnx)
             else:
-                from .bert_onnx import build_bert_onnx
-
                 assert files.bert_dir is not None
-                source = build_bert_onnx(files.bert_dir)
+                source = _bert_graph(files.bert_dir)
             self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         except EmbeddingError:
             raise

@@ -59,7 +59,7 @@ def _dropped(node: LexborNode, in_section: bool) -> bool:
     attrs = node.attributes
     return (
         attrs.get("role") in _DROP_ROLES
-        or "hidden" in attrs
+        or ("hidden" in attrs and attrs["hidden"] != "until-found")  # until-found: collapsed, still content
         or attrs.get("aria-hidden") == "true"
         or bool(_HIDDEN_STYLE.search(attrs.get("style") or ""))
     )
@@ -191,9 +191,9 @@ def html_fragment_text(html: str) -> str:
 
 
 class HtmlLoader:
-    name = "html"
-    media_types = ("text/html", "application/xhtml+xml")
-    extensions = (".html", ".htm", ".xhtml")
+    name: str = "html"
+    media_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    extensions: tuple[str, ...] = (".html", ".htm", ".xhtml")
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         text, encoding = decode_text(data, source, declared=_declared_charset(data))

@@ -134,9 +134,9 @@ class _TokenWalker:
 
 
 class MarkdownLoader:
-    name = "markdown"
-    media_types = ("text/markdown", "text/x-markdown")
-    extensions = (".md", ".markdown")
+    name: str = "markdown"
+    media_types: tuple[str, ...] = ("text/markdown", "text/x-markdown")
+    extensions: tuple[str, ...] = (".md", ".markdown")
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         text, encoding = decode_text(data, source)

@@ -5,28 +5,36 @@ reading order (its layout mode would interleave them) but rarely emits blank
 lines between paragraphs. So the loader also records where each line sits on the
 page and starts a paragraph at a wider gap between lines, a change of font size,
 a jump to a new column, a bullet, or after a short line that ends a sentence.
+Short paragraphs set larger than the body text become headings (the largest
+size is level 1), which gives PDF chunks section paths like other formats, and
+running headers and footers are dropped so they do not repeat in every chunk.
+Title: the PDF's metadata title, else its first level-1 heading, else first line.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PageObject, PasswordType, PdfReader
-from pypdf.errors import DependencyError
+from pypdf.errors import DependencyError, PdfReadWarning
 
 from ..errors import EmptyDocumentError, LoaderError
 from ..models import ParsedDocument
 from .text import DocumentBuilder, clean_inline, short_title
 
-# pypdf logs a warning for every oddity of real-world PDFs it works around; to a
-# Sourcebook user they are noise, and real failures surface as LoaderErrors.
+# pypdf logs (and sometimes warns about) every oddity of real-world PDFs it works
+# around; to a Sourcebook user that is noise, and real failures surface as
+# LoaderErrors. Set once here: warnings.catch_warnings() per call is not thread-safe.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
+warnings.filterwarnings("ignore", category=PdfReadWarning)
 
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=([^\W\d_]))")
 _SENTENCE_END = tuple('.!?:;"”’)')
@@ -34,6 +42,12 @@ _BULLETS = tuple("•◦▪‣●○■□➢✓")
 _SHORT_LINE = 0.7  # of the page's typical line length
 _WIDE_GAP = 1.35  # of the page's usual line spacing
 _SIZE_CHANGE = 0.5  # points
+_HEADING_SCALE = 1.15  # of the body text's size
+_HEADING_MAX_CHARS = 150
+_EDGE_LINES = 2  # lines at each end of a page that may be a running header or footer
+_RUNNING_SHARE = 0.6  # of the pages a header or footer recurs on
+_RUNNING_MIN_PAGES = 3
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,14 @@ class TextLine:
 
     text: str
     y: float | None = None
+    size: float | None = None
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A paragraph's text and the font size of its first line (None when unknown)."""
+
+    text: str
     size: float | None = None
 
 
@@ -70,7 +92,7 @@ def page_lines(page: PageObject) -> list[TextLine]:
             if piece.strip():
                 y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
                 scale = abs(tm[2] * cm[1] + tm[3] * cm[3]) or 1.0
-                fragments.append((y, font_size * scale, len(piece.strip())))
+                fragments.append((y, round(font_size * scale, 1), len(piece.strip())))
             parts.append(piece)
 
     text = page.extract_text(visitor_text=visit) or ""
@@ -85,7 +107,7 @@ def _rejoin_hyphenation(text: str) -> str:
     return _HYPHEN_BREAK.sub(lambda match: "" if match.group(1).islower() else "-", text)
 
 
-def page_paragraphs(lines: Sequence[TextLine]) -> list[str]:
+def page_paragraphs(lines: Sequence[TextLine]) -> list[Paragraph]:
     """Group a page's lines into paragraphs (see the module docstring for the cues)."""
     lines = [TextLine(line.text.strip(), line.y, line.size) for line in lines]  # a copy, stripped
     lengths = sorted(len(line.text) for line in lines if line.text)
@@ -94,22 +116,29 @@ def page_paragraphs(lines: Sequence[TextLine]) -> list[str]:
     # median would be skewed by paragraph gaps on pages with few lines).
     gaps = [
         above.y - below.y
-        for above, below in zip(lines, lines[1:])
-        if above.y is not None and below.y is not None and above.size is not None and above.size == below.size
+        for above, below in itertools.pairwise(lines)
+        if above.y is not None
+        and below.y is not None
+        and above.size is not None
+        and above.size == below.size
         and above.y - below.y >= 0.5 * above.size
     ]
     spacing = min(gaps, default=None)
-    paragraphs: list[list[str]] = [[]]
+    groups: list[list[TextLine]] = [[]]
     previous: TextLine | None = None
     for line in lines:
         if previous is None or not line.text or _starts_paragraph(previous, line, spacing, typical):
-            paragraphs.append([])
+            groups.append([])
         if line.text:
-            paragraphs[-1].append(line.text)
+            groups[-1].append(line)
             previous = line
         else:
             previous = None
-    return [clean_inline(_rejoin_hyphenation("\n".join(group))) for group in paragraphs if group]
+    return [
+        Paragraph(clean_inline(_rejoin_hyphenation("\n".join(line.text for line in group))), group[0].size)
+        for group in groups
+        if group
+    ]
 
 
 def _starts_paragraph(previous: TextLine, line: TextLine, spacing: float | None, typical: int) -> bool:
@@ -125,6 +154,56 @@ def _starts_paragraph(previous: TextLine, line: TextLine, spacing: float | None,
         or gap < -line.size  # moved up the page: a new column or a float
         or (spacing is not None and gap > _WIDE_GAP * spacing)
     )
+
+
+def drop_running_lines(pages: list[list[TextLine]]) -> list[list[TextLine]]:
+    """Remove running headers and footers, which would otherwise repeat in every chunk.
+
+    A line counts as one when it sits among the first or last lines of a page and
+    its text, numbers aside ("Page 2 of 9"), recurs so on most pages.
+    """
+    if len(pages) < _RUNNING_MIN_PAGES:
+        return pages
+    edges = [_edge_indexes(lines) for lines in pages]
+    counts = Counter(
+        key for lines, indexes in zip(pages, edges, strict=True) for key in {_running_key(lines[i]) for i in indexes}
+    )
+    running = {key for key, count in counts.items() if count >= _RUNNING_SHARE * len(pages)}
+    return [
+        [line for i, line in enumerate(lines) if i not in indexes or _running_key(line) not in running]
+        for lines, indexes in zip(pages, edges, strict=True)
+    ]
+
+
+def _edge_indexes(lines: list[TextLine]) -> set[int]:
+    filled = [i for i, line in enumerate(lines) if line.text.strip()]
+    return set(filled[:_EDGE_LINES] + filled[-_EDGE_LINES:])
+
+
+def _running_key(line: TextLine) -> tuple[str, float | None]:
+    """Text with numbers masked, and size: a cover page's large title is not the running header."""
+    return _DIGITS.sub("#", clean_inline(line.text).lower()), line.size
+
+
+def heading_levels(paragraphs: Sequence[Paragraph]) -> dict[float, int]:
+    """Heading level by font size: sizes clearly above the body text's (the size
+    most characters are set in), largest first, for short paragraphs only."""
+    weights = Counter[float]()
+    for paragraph in paragraphs:
+        if paragraph.size is not None:
+            weights[paragraph.size] += len(paragraph.text)
+    if not weights:
+        return {}
+    body = weights.most_common(1)[0][0]
+    sizes = {
+        p.size for p in paragraphs if p.size is not None and p.size >= _HEADING_SCALE * body and _heading_shaped(p.text)
+    }
+    return {size: min(level, 6) for level, size in enumerate(sorted(sizes, reverse=True), start=1)}
+
+
+def _heading_shaped(text: str) -> bool:
+    """Short, and words rather than a number or a drop cap."""
+    return 3 <= len(text) <= _HEADING_MAX_CHARS and any(char.isalpha() for char in text)
 
 
 def _open(data: bytes, source: str) -> PdfReader:
@@ -165,29 +244,43 @@ def _info(reader: PdfReader) -> dict[str, str]:
     return {key: clean_inline(str(value)) for key, value in fields.items() if value and clean_inline(str(value))}
 
 
+def _blocks(paragraphs: list[tuple[int, Paragraph]]) -> DocumentBuilder:
+    """Headings and paragraphs, in order, from (page number, paragraph) pairs."""
+    levels = heading_levels([paragraph for _, paragraph in paragraphs])
+    builder = DocumentBuilder()
+    for number, paragraph in paragraphs:
+        level = levels.get(paragraph.size) if paragraph.size is not None else None
+        if level is not None and _heading_shaped(paragraph.text):
+            builder.heading(level, paragraph.text, page=number)
+        else:
+            builder.add("paragraph", paragraph.text, page=number)
+    return builder
+
+
 class PdfLoader:
-    name = "pdf"
-    media_types = ("application/pdf",)
-    extensions = (".pdf",)
+    name: str = "pdf"
+    media_types: tuple[str, ...] = ("application/pdf",)
+    extensions: tuple[str, ...] = (".pdf",)
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         if not data.strip():
             raise EmptyDocumentError(source, "empty file")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reader = _open(data, source)
-            builder = DocumentBuilder()
-            unreadable: list[int] = []
-            first_line = ""
-            for number, page in enumerate(reader.pages, start=1):
-                try:
-                    lines = page_lines(page)
-                except Exception:  # one damaged page should not lose the rest
-                    unreadable.append(number)
-                    continue
-                for paragraph in page_paragraphs(lines):
-                    builder.add("paragraph", paragraph, page=number)
-                first_line = first_line or next((line.text for line in lines if line.text.strip()), "")
+        reader = _open(data, source)
+        pages: dict[int, list[TextLine]] = {}
+        unreadable: list[int] = []
+        for number, page in enumerate(reader.pages, start=1):
+            try:
+                pages[number] = page_lines(page)
+            except Exception:  # one damaged page should not lose the rest
+                unreadable.append(number)
+        paragraphs = [
+            (number, paragraph)
+            for number, lines in zip(pages, drop_running_lines(list(pages.values())), strict=True)
+            for paragraph in page_paragraphs(lines)
+        ]
+        builder = _blocks(paragraphs)
+        if builder.empty and unreadable:
+            raise LoaderError(source, f"corrupt or unreadable PDF: text extraction failed on pages {unreadable}")
         if builder.empty:
             raise EmptyDocumentError(source, "no extractable text (scanned PDF? OCR is not supported)")
         info = _info(reader)
@@ -196,4 +289,5 @@ class PdfLoader:
             metadata["author"] = info["author"]
         if unreadable:
             metadata["unreadable_pages"] = unreadable
-        return builder.build(source, info.get("title") or short_title(first_line), self.media_types[0], metadata)
+        title = info.get("title") or builder.first_h1 or short_title(paragraphs[0][1].text)
+        return builder.build(source, title, self.media_types[0], metadata)

@@ -235,9 +235,9 @@ class TextLoader:
     many .txt files written the same way) a real section structure.
     """
 
-    name = "text"
-    media_types = ("text/plain", "text/x-rst")
-    extensions = (".txt", ".text", ".rst")
+    name: str = "text"
+    media_types: tuple[str, ...] = ("text/plain", "text/x-rst")
+    extensions: tuple[str, ...] = (".txt", ".text", ".rst")
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         text, encoding = decode_text(data, source)

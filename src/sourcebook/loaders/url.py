@@ -59,7 +59,7 @@ def _redirect_target(response: httpx.Response, source: str) -> str:
     location = response.headers.get("location")
     if not location:
         raise FetchError(source, f"HTTP {response.status_code} redirect without a Location header")
-    return urljoin(str(response.url), location)
+    return str(urljoin(str(response.url), location))
 
 
 def check_url(url: str, source: str, allow_private: bool) -> None:
@@ -88,7 +88,7 @@ def check_url(url: str, source: str, allow_private: bool) -> None:
 
 def resolve_host(host: str, port: int) -> list[str]:
     """Every address `host` resolves to (an IP literal resolves to itself)."""
-    return sorted({info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
+    return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
 
 
 def is_blocked_address(address: str) -> bool:

@@ -18,6 +18,9 @@ Design choices, and why:
   so the index does not store it twice). Contentless deletes must repeat the exact
   indexed values, so ``documents.keyword_title`` remembers the title the index holds
   even after ``upsert_document`` renames the document.
+* Searches do not filter on document status: chunks exist only once a document was
+  ready, and `Store.upsert_document` promises that a document being re-processed (or
+  whose re-processing failed) stays searchable with its old chunks.
 * Vector search is exact, with numpy over a matrix cached in memory. A ``generation``
   counter in ``meta``, bumped by every transaction that changes chunks, tells the cache
   (cheaply, one SELECT per search) when to reload, also after another process's writes.
@@ -32,14 +35,26 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
-from ..errors import DocumentNotFoundError, EmbeddingModelMismatchError, InvalidQueryError, StoreError
-from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
+from ..errors import (
+    DocumentNotFoundError,
+    EmbeddingModelMismatchError,
+    InvalidQueryError,
+    StoreError,
+)
+from ..models import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    ScoredId,
+    SearchFilter,
+    StoredChunk,
+)
 from .base import CollectionInfo
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
@@ -129,7 +144,7 @@ class _VectorPartition:
 
     matrix: np.ndarray  # (n, dimension) float32, C-contiguous
     chunk_ids: tuple[str, ...]
-    row_document: np.ndarray  # (n,) int32 codes into _VectorIndex.document_ids
+    row_document: np.ndarray  # (n,) int32 values of _VectorIndex.document_codes
 
 
 @dataclass(frozen=True)
@@ -173,7 +188,7 @@ class SQLiteStore:
             self._conn = None
             self._index = None
 
-    def __enter__(self) -> SQLiteStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -249,7 +264,7 @@ class SQLiteStore:
     def list_documents(
         self, collection: str | None = None, status: DocumentStatus | None = None
     ) -> list[DocumentRecord]:
-        conditions = {"collection = ?": collection, "status = ?": None if status is None else str(status)}
+        conditions = {"collection = ?": collection, "status = ?": None if status is None else DocumentStatus(status).value}
         used = {sql: value for sql, value in conditions.items() if value is not None}
         where = " AND ".join(used) or "1"
         with self._read() as conn:
@@ -271,6 +286,7 @@ class SQLiteStore:
         status: DocumentStatus,
         error: str | None = None,
     ) -> None:
+        """See `Store.upsert_document`; metadata values JSON cannot hold (dates) are stored as text."""
         now = _now()
         with self._write() as conn:
             _require_collection(conn, collection)
@@ -285,7 +301,7 @@ class SQLiteStore:
                        status = excluded.status, error = excluded.error,
                        metadata = excluded.metadata, updated_at = excluded.updated_at""",
                 (document_id, collection, source, title, media_type, DocumentStatus(status).value,
-                 error, json.dumps(metadata), now, now),
+                 error, json.dumps(metadata, default=str), now, now),
             )
 
     def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None:
@@ -368,7 +384,7 @@ class SQLiteStore:
         terms are OR-ed: a chunk matching any term is a candidate, BM25 ranks them.
         """
         _check_k(k)
-        match = fts_query(query)
+        match = _fts_query(query)
         with self._read() as conn:
             allowed = _allowed_documents(conn, filters)
             if match is None or allowed == []:
@@ -442,7 +458,8 @@ def _open(path: str) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(
-            f"{path} is not a readable Sourcebook database ({exc}); point Sourcebook at another file"
+            f"cannot open {path} as a Sourcebook database: {exc}; "
+            f"if the file is corrupt or another program's, point Sourcebook at another file"
         ) from exc
     except StoreError:
         conn.close()
@@ -456,7 +473,7 @@ def _check_identity(conn: sqlite3.Connection, path: str) -> None:
     has_objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
     if application_id != APPLICATION_ID and (application_id != 0 or has_objects):
         raise StoreError(f"{path} is an SQLite database of another application, not a Sourcebook database")
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version = _user_version(conn)
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path} has schema version {version} but this Sourcebook knows up to {SCHEMA_VERSION}; "
@@ -465,12 +482,17 @@ def _check_identity(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Apply pending migrations in order, one transaction each (user_version is transactional)."""
+    """Apply pending migrations in order, one transaction each (user_version is transactional).
+
+    An up-to-date file is only read: opening it never waits for another process's write.
+    """
     for version, statements in enumerate(MIGRATIONS, 1):
+        if _user_version(conn) >= version:
+            continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            # Re-read inside the write lock: another process may have migrated meanwhile.
-            if conn.execute("PRAGMA user_version").fetchone()[0] < version:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            if _user_version(conn) < version:
                 for statement in statements:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {version}")
@@ -479,6 +501,10 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise StoreError(f"migrating {path} to schema version {version} failed: {exc}") from exc
+
+
+def _user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 # Writing chunks ------------------------------------------------------------------
@@ -568,7 +594,7 @@ def _require_free_source(conn: sqlite3.Connection, document_id: str, collection:
 
 
 # Searching -------------------------------------------------------------------------
-def fts_query(query: str) -> str | None:
+def _fts_query(query: str) -> str | None:
     """The FTS5 MATCH expression for a user query: each word quoted, OR-ed; None if no words."""
     terms = dict.fromkeys(term.lower() for term in _TERM.findall(query))
     return " OR ".join(f'"{term}"' for term in terms) or None
@@ -637,26 +663,37 @@ def _check_query_dimension(conn: sqlite3.Connection, collections: Sequence[str],
 
 def _load_index(conn: sqlite3.Connection, generation: int) -> _VectorIndex:
     """Read every vector into per-dimension matrices (called inside the read transaction
-    that read `generation`, so the snapshot and its number agree)."""
-    rows = conn.execute(
-        "SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq ORDER BY v.chunk_seq"
-    ).fetchall()
+    that read `generation`, so the snapshot and its number agree).
+
+    Rows stream into one growing buffer per dimension, so the load never holds the
+    vectors twice (a list of blobs plus the matrix).
+    """
     document_codes: dict[str, int] = {}
-    grouped: dict[int, list[tuple[str, str, bytes]]] = {}
-    for row in rows:
-        grouped.setdefault(len(row[2]) // 4, []).append(row)
-    partitions = {
-        dimension: _partition(group, dimension, document_codes) for dimension, group in grouped.items()
-    }
+    builders: dict[int, _PartitionBuilder] = {}
+    rows = conn.execute(
+        "SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq"
+    )
+    for chunk_id, document_id, blob in rows:
+        builder = builders.setdefault(len(blob) // 4, _PartitionBuilder())
+        builder.add(chunk_id, document_codes.setdefault(document_id, len(document_codes)), blob)
+    partitions = {dimension: builder.build(dimension) for dimension, builder in builders.items()}
     return _VectorIndex(generation, document_codes, partitions)
 
 
-def _partition(rows: list[tuple[str, str, bytes]], dimension: int, document_codes: dict[str, int]) -> _VectorPartition:
-    matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dimension)
-    row_document = np.fromiter(
-        (document_codes.setdefault(row[1], len(document_codes)) for row in rows), dtype=np.int32, count=len(rows)
-    )
-    return _VectorPartition(matrix, tuple(row[0] for row in rows), row_document)
+class _PartitionBuilder:
+    def __init__(self) -> None:
+        self.vectors = bytearray()
+        self.chunk_ids: list[str] = []
+        self.documents: list[int] = []
+
+    def add(self, chunk_id: str, document: int, vector: bytes) -> None:
+        self.vectors += vector
+        self.chunk_ids.append(chunk_id)
+        self.documents.append(document)
+
+    def build(self, dimension: int) -> _VectorPartition:
+        matrix = np.frombuffer(self.vectors, dtype=np.float32).reshape(-1, dimension)
+        return _VectorPartition(matrix, tuple(self.chunk_ids), np.array(self.documents, dtype=np.int32))
 
 
 def _allowed_rows(index: _VectorIndex, partition: _VectorPartition, allowed: list[str]) -> np.ndarray:
@@ -730,7 +767,7 @@ def _not_found(document_id: str) -> DocumentNotFoundError:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _placeholders(values: Sequence[Any]) -> str:

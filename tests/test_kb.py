@@ -1,0 +1,155 @@
+"""The KnowledgeBase facade end to end: ingestion, incremental updates, removal, sync, filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sourcebook import DocumentNotFoundError, EmbeddingModelMismatchError, KnowledgeBase
+from sourcebook.embedders import create_embedder
+from sourcebook.settings import Settings
+
+
+class CountingEmbedder:
+    """The real model, counting how many texts it is asked to embed."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self._inner = create_embedder(Settings())
+        self.name = name or self._inner.name
+        self.dimension = self._inner.dimension
+        self.max_tokens = self._inner.max_tokens
+        self.embedded = 0
+
+    def count_tokens(self, texts):
+        return self._inner.count_tokens(texts)
+
+    def embed_documents(self, texts, progress=None):
+        self.embedded += len(texts)
+        return self._inner.embed_documents(texts, progress)
+
+    def embed_query(self, text):
+        return self._inner.embed_query(text)
+
+
+def open_counting(path: Path, embedder: CountingEmbedder) -> KnowledgeBase:
+    base = KnowledgeBase.open(path)
+    return KnowledgeBase(base.store, base.settings, embedder)
+
+
+def test_add_folder_makes_every_document_ready(example_kb):
+    docs = example_kb.documents()
+    assert len(docs) == 9
+    assert {d.status for d in docs} == {"ready"}
+    assert all(d.chunk_count > 0 and d.error is None for d in docs)
+    assert {Path(d.source).suffix for d in docs} == {".md", ".html", ".txt", ".pdf"}
+
+
+def test_readding_unchanged_documents_embeds_nothing(tmp_path, docs_copy):
+    embedder = CountingEmbedder()
+    with open_counting(tmp_path / "kb.db", embedder) as kb:
+        first = kb.add(str(docs_copy))
+        assert embedder.embedded == sum(r.chunks for r in first) > 0
+        again = kb.add(str(docs_copy))
+    assert {r.action for r in again} == {"unchanged"}
+    assert embedder.embedded == sum(r.chunks for r in first)
+
+
+def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):
+    embedder = CountingEmbedder()
+    handbook = docs_copy / "employee-handbook.md"
+    with open_counting(tmp_path / "kb.db", embedder) as kb:
+        kb.add(str(docs_copy))
+        before = embedder.embedded
+        text = handbook.read_text(encoding="utf-8")
+        handbook.write_text(text + "\n\n## Bicycles\n\nStaff may store bicycles in the basement cage.\n", encoding="utf-8")
+        [result] = [r for r in kb.add(str(docs_copy)) if r.action != "unchanged"]
+        assert result.action == "updated"
+        assert 1 <= result.embedded < result.chunks
+        assert embedder.embedded - before == result.embedded
+        hits = kb.search("where can staff store bicycles", top_k=3)
+        assert any("basement cage" in h.chunk.text for h in hits)
+
+
+def test_remove_deletes_chunks_vectors_and_keyword_rows(tmp_path, docs_copy):
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        kb.add(str(docs_copy))
+        pdf = next(d for d in kb.documents() if d.source.endswith(".pdf"))
+        assert kb.search("per diem mileage", mode="keyword", top_k=50, per_document=0)
+        removed = kb.remove(pdf.source)
+        assert removed.id == pdf.id
+        assert all(h.chunk.document_id != pdf.id for h in kb.search("per diem mileage allowance", mode="keyword", top_k=50, per_document=0))
+        assert all(h.chunk.document_id != pdf.id for h in kb.search("per diem mileage allowance", mode="vector", top_k=50, per_document=0))
+        with pytest.raises(DocumentNotFoundError):
+            kb.document(pdf.id)
+        assert kb.store.stats()["chunks"] == sum(d.chunk_count for d in kb.documents())
+
+
+def test_sync_adds_new_files_and_removes_vanished_ones(tmp_path, docs_copy):
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        kb.sync(docs_copy)
+        (docs_copy / "meeting-notes-2024-05-14.txt").unlink()
+        (docs_copy / "new-note.md").write_text("# Parking\n\nThe car park closes at 20:00 on weekdays.\n")
+        results = {r.action: r for r in kb.sync(docs_copy)}
+        assert results["removed"].source.endswith("meeting-notes-2024-05-14.txt")
+        assert results["added"].source.endswith("new-note.md")
+        assert len(kb.documents()) == 9
+
+
+def test_document_lookup_by_source_and_id(example_kb, example_docs):
+    record = example_kb.document(str(example_docs / "security-policy.md"))
+    assert example_kb.document(record.id) == record
+    chunks = example_kb.chunks(record.id)
+    assert [c.position for c in chunks] == list(range(record.chunk_count))
+
+
+def test_collections_and_metadata_filters(tmp_path, docs_copy):
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        kb.add(str(docs_copy / "employee-handbook.md"), collection="hr", metadata={"team": "people", "year": 2024})
+        kb.add(str(docs_copy / "incident-response-runbook.md"), collection="eng", metadata={"team": "sre"})
+        assert {h.chunk.collection for h in kb.search("leave", collection="hr", per_document=0)} == {"hr"}
+        assert {h.chunk.collection for h in kb.search("leave", collection="eng", per_document=0)} == {"eng"}
+        assert {h.chunk.collection for h in kb.search("leave", metadata={"team": "sre"}, per_document=0)} == {"eng"}
+        assert kb.search("leave", metadata={"year": 2024})
+        assert not kb.search("leave", metadata={"year": 2023})
+        hr_doc = kb.documents("hr")[0]
+        assert {h.chunk.document_id for h in kb.search("incident", document_ids=[hr_doc.id], per_document=0)} == {hr_doc.id}
+
+
+def test_model_mismatch_is_refused(tmp_path, docs_copy):
+    path = tmp_path / "kb.db"
+    with KnowledgeBase.open(path) as kb:
+        kb.add(str(docs_copy / "employee-handbook.md"))
+    with open_counting(path, CountingEmbedder(name="another-model")) as kb:
+        with pytest.raises(EmbeddingModelMismatchError, match="another-model"):
+            kb.add(str(docs_copy / "security-policy.md"))
+
+
+def test_hits_report_every_retriever(example_kb):
+    hits = example_kb.search("How long is parental leave at full pay?", top_k=5)
+    assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    assert hits == sorted(hits, key=lambda h: -h.score)
+    assert any(h.keyword_rank is not None and h.vector_rank is not None for h in hits)
+    assert len({h.chunk.document_id for h in hits}) == 5  # one chunk per document by default
+
+
+def test_html_boilerplate_is_not_indexed(example_kb):
+    for marker in ("Quayside Walk", "marmalade-canary", "Accept all cookies", "NW-ANALYTICS-7731"):
+        hits = example_kb.search(marker, mode="keyword", top_k=20, per_document=0)
+        assert all(marker.lower() not in h.chunk.text.lower() for h in hits), marker
+
+
+def test_pdf_hits_carry_page_numbers(example_kb):
+    hits = example_kb.search("mileage rate per mile for using your own car", top_k=3)
+    pdf_hits = [h for h in hits if h.chunk.source.endswith(".pdf")]
+    assert pdf_hits and pdf_hits[0].chunk.page == 3
+
+
+def test_search_many_matches_single_searches(example_kb):
+    queries = ["annual leave carry over", "database failover command"]
+    batched = example_kb.search_many(queries, top_k=3)
+    single = [example_kb.search(q, top_k=3) for q in queries]
+    for a, b in zip(batched, single):
+        assert [h.chunk.id for h in a] == [h.chunk.id for h in b]
+        assert np.allclose([h.score for h in a], [h.score for h in b])
