@@ -168,7 +168,7 @@ class KnowledgeBase:
         )
         question_vector = self.embedder.embed_query(question)
         hits = self._retriever.search(question, options, question_vector)
-        config = ExtractiveConfig(min_similarity=self.settings.answer_min_similarity, max_sentences=self.settings.answer_sentences)
+        config = ExtractiveConfig(min_score=self.settings.answer_min_score, max_sentences=self.settings.answer_sentences)
         return ExtractiveAnswerer(self.embedder, config).answer(question, hits, question_vector)
 
     # Lifecycle -----------------------------------------------------------

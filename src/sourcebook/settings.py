@@ -62,8 +62,9 @@ class Settings(BaseSettings):
     min_score: float | None = Field(None, description="drop hits whose score (in the mode's units) is below this")
 
     # Answers
-    answer_min_similarity: float = Field(
-        0.25, description="abstain when no retrieved chunk reaches this cosine similarity to the question"
+    answer_min_score: float = Field(
+        0.40,
+        description="abstain when no sentence reaches this relevance (0.75 cosine + 0.25 word overlap with the question)",
     )
     answer_sources: int = Field(5, ge=1, description="chunks considered when composing an answer")
     answer_sentences: int = Field(4, ge=1, description="most sentences in an extractive answer")

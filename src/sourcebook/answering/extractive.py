@@ -39,12 +39,21 @@ class ScoredSentence:
 
 @dataclass(frozen=True)
 class ExtractiveConfig:
-    min_similarity: float = 0.25
+    min_score: float = 0.40
     max_sentences: int = 4
     # Logistic map from the best sentence score to confidence; the midpoint and slope
     # were fitted on examples/questions.jsonl (answerable vs unanswerable questions).
     confidence_midpoint: float = 0.45
     confidence_slope: float = 12.0
+
+
+def _is_statement(sentence: str) -> bool:
+    """A sentence that can answer: long enough, not a question (FAQ headings are), not an ALL-CAPS title line."""
+    return (
+        len(sentence.split()) >= MIN_SENTENCE_WORDS
+        and not sentence.rstrip().endswith("?")
+        and any(ch.islower() for ch in sentence)
+    )
 
 
 class ExtractiveAnswerer:
@@ -55,7 +64,7 @@ class ExtractiveAnswerer:
     def answer(self, question: str, hits: list[Hit], question_vector: np.ndarray) -> Answer:
         scored = self._score_sentences(question, hits, question_vector)
         best = scored[0] if scored else None
-        if best is None or best.similarity < self._config.min_similarity:
+        if best is None or best.score < self._config.min_score:
             confidence = self._confidence(best.score) if best else 0.0
             return Answer(question, ABSTENTION_TEXT, True, (), round(confidence, 4), tuple(hits))
         chosen = [s for s in scored if s.score >= best.score - SELECTION_MARGIN][: self._config.max_sentences]
@@ -77,9 +86,10 @@ class ExtractiveAnswerer:
         candidates: list[tuple[str, Hit]] = []
         seen: set[str] = set()
         for hit in hits:
+            headings = {" ".join(h.lower().split()) for h in (*hit.chunk.heading_path, hit.chunk.title)}
             for text in sentence_texts(hit.chunk.text):
                 key = " ".join(text.lower().split())
-                if len(text.split()) < MIN_SENTENCE_WORDS or key in seen:
+                if not _is_statement(text) or key in seen or key in headings:
                     continue
                 seen.add(key)
                 candidates.append((text, hit))
