@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sourcebook.chunking import ChunkingError, chunk_document, chunk_documents, make_prefix
-from sourcebook.models import Block, Chunk, ParsedDocument
+from sourcebook.models import Block, BlockKind, Chunk, ParsedDocument
 
 Counter = Callable[[Sequence[str]], list[int]]
 
@@ -136,7 +136,9 @@ giant_words = st.one_of(
 @st.composite
 def body_texts(draw: st.DrawFn) -> str:
     parts = draw(st.lists(st.one_of(sentences(), sentences(), giant_words), min_size=1, max_size=8))
-    separators = draw(st.lists(st.sampled_from([" ", " ", "\n", "\n\n", "  "]), min_size=len(parts)))
+    separators = draw(
+        st.lists(st.sampled_from([" ", " ", "\n", "\n\n", "  "]), min_size=len(parts))
+    )
     return "".join(p + s for p, s in zip(parts, separators)).strip() or "x"
 
 
@@ -145,7 +147,8 @@ def documents(draw: st.DrawFn) -> ParsedDocument:
     stack: list[tuple[int, str]] = []
     blocks, page = [], draw(st.sampled_from([None, 1]))
     for _ in range(draw(st.integers(1, 10))):
-        kind = draw(st.sampled_from(["heading", "paragraph", "paragraph", "list", "code"]))
+        kinds: list[BlockKind] = ["heading", "paragraph", "paragraph", "list", "table", "code"]
+        kind = draw(st.sampled_from(kinds))
         if page is not None and draw(st.booleans()):
             page += 1
         if kind == "heading":
@@ -168,7 +171,9 @@ def test_generated_documents_simple_counter(
     check_chunks(doc, chunks, simple_count, max_tokens, overlap)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(documents(), st.integers(32, 300), st.floats(0, 0.3))
 def test_generated_documents_real_tokenizer(
     real_count: Counter, doc: ParsedDocument, max_tokens: int, overlap: float
@@ -350,7 +355,9 @@ def test_counter_that_is_not_additive_still_yields_chunks_within_budget() -> Non
     def newline_costs_a_token(texts: Sequence[str]) -> list[int]:
         return [n + text.count("\n") for n, text in zip(simple_count(texts), texts)]
 
-    doc = doc_of(*(Block("list", "\n".join(f"- item {i}" for i in range(k, k + 9))) for k in range(20)))
+    doc = doc_of(
+        *(Block("list", "\n".join(f"- item {i}" for i in range(k, k + 9))) for k in range(20))
+    )
     chunks = chunk_document(doc, newline_costs_a_token, max_tokens=40)
     check_chunks(doc, chunks, newline_costs_a_token, 40, 0.15)
 

@@ -36,10 +36,14 @@ CASES = [
     ("The answer was No. Then we left.", ["The answer was No.", "Then we left."]),
     ("It costs approx. 5 dollars. Cheap.", ["It costs approx. 5 dollars.", "Cheap."]),
     ("Made in the U.S. Army labs. Fine.", ["Made in the U.S. Army labs.", "Fine."]),
-    ("Written by J. Smith and R. A. Fisher. Good.", ["Written by J. Smith and R. A. Fisher.", "Good."]),
+    (
+        "Written by J. Smith and R. A. Fisher. Good.",
+        ["Written by J. Smith and R. A. Fisher.", "Good."],
+    ),
     ("Apples, pears, etc. are fruit. Yes.", ["Apples, pears, etc. are fruit.", "Yes."]),
     ("Apples, pears, etc. They are fruit.", ["Apples, pears, etc.", "They are fruit."]),
     ("Cf. Smith. Then", ["Cf. Smith.", "Then"]),
+    ("As said on p. 12 of it. Then", ["As said on p. 12 of it.", "Then"]),
     # numbers, URLs, e-mail addresses, file names, versions
     ("Pi is 3.14 roughly. Next.", ["Pi is 3.14 roughly.", "Next."]),
     ("It is .5 mm. Next.", ["It is .5 mm.", "Next."]),
@@ -59,7 +63,10 @@ CASES = [
     ("A wrapped line that goes\non here. Next.", ["A wrapped line that goes\non here.", "Next."]),
     ("The results of the\nStudy were good.", ["The results of the\nStudy were good."]),
     ("Lists, such as\nApples, work.", ["Lists, such as\nApples, work."]),
-    ("Items:\n- one\n- two\n1. three\n2) four", ["Items:", "- one", "- two", "1. three", "2) four"]),
+    (
+        "Items:\n- one\n- two\n1. three\n2) four",
+        ["Items:", "- one", "- two", "1. three", "2) four"],
+    ),
     ("Table:\n| a | b |\n| 1 | 2 |", ["Table:", "| a | b |", "| 1 | 2 |"]),
     ("As in Fig.\n3 we see. Then", ["As in Fig.\n3 we see.", "Then"]),
     ("Trailing newline.\n", ["Trailing newline."]),
@@ -111,6 +118,14 @@ ABSTRACT_CASES = [
     (
         "Samples were stored at -80 degrees C. RNA was then extracted.",
         ["Samples were stored at -80 degrees C.", "RNA was then extracted."],
+    ),
+    (
+        "As reported (Proc. Natl. Acad. Sci. USA 95, 1998). It holds.",
+        ["As reported (Proc. Natl. Acad. Sci. USA 95, 1998).", "It holds."],
+    ),
+    (
+        "Cells were spun for 5 min. The pellet was kept.",
+        ["Cells were spun for 5 min.", "The pellet was kept."],
     ),
     (
         "The dose (approx. 5 mg/kg i.v.) was safe. 20 patients responded.",

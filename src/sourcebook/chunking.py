@@ -27,12 +27,11 @@ from functools import cached_property
 
 from sourcebook.errors import SourcebookError
 from sourcebook.models import Block, Chunk, ParsedDocument
-from sourcebook.sentences import split_sentences
+from sourcebook.sentences import Span, split_sentences
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Content tokens (special tokens excluded) of each text of a batch."""
 
-Span = tuple[int, int]
 Splitter = Callable[[str, int, int], list[Span]]
 
 MIN_MAX_TOKENS = 16
@@ -77,8 +76,12 @@ def chunk_document(
 ) -> list[Chunk]:
     """Cut `doc` into chunks whose `embedding_text` counts at most `max_tokens` tokens.
 
-    `overlap` is the share of `max_tokens` that consecutive chunks of one section
-    share, as whole trailing sentences (or words) of the earlier chunk.
+    `count_tokens` counts the embedding model's content tokens (no special tokens) of
+    a batch of texts. `overlap` is the share of `max_tokens` that consecutive chunks
+    of one section share, as whole trailing sentences (or words) of the earlier chunk.
+    A chunk's text is `doc.text[start:end]`; its heading path is the one shared by the
+    blocks it touches (its first block's, unless it runs from a parent heading into a
+    subsection), its page that of its first block.
     """
     return chunk_documents([doc], count_tokens, max_tokens, overlap)[0]
 
@@ -286,6 +289,7 @@ class _DocumentChunker:
         self.block_starts = self._block_starts()
         self.whole = _trim(self.text, 0, len(self.text))
         self.prefixes: dict[tuple[str, ...], str] = {}
+        self.splits: dict[tuple[Splitter, int, int], list[Span]] = {}
         self.sections: list[list[_Piece]] = []
         self.cuts: list[int] = []  # tokens taken off each section's budget
         self.plan_sizes: list[int] = []  # chunks per section in the last packing
@@ -402,7 +406,7 @@ class _DocumentChunker:
     def _atoms(self) -> list[Span]:
         """The blocks' sentences (lines for code, lists, tables): what is counted."""
         return [
-            atom for span, levels in self._trimmed_blocks for atom in levels[1](self.text, *span)
+            atom for span, levels in self._trimmed_blocks for atom in self._spans(levels[1], *span)
         ]
 
     @cached_property
@@ -498,7 +502,7 @@ class _DocumentChunker:
                 j += 1
             j = max(j, i + 1)  # a piece that could not be split is a chunk of its own
             spans.append((start, pieces[j - 1].end))
-            carry = self._carry(start, pieces[i:j], budget, pieces[j:j + 1])
+            carry = self._carry(start, pieces[i:j], budget, pieces[j : j + 1])
             i = j
         return spans
 
@@ -534,10 +538,18 @@ class _DocumentChunker:
         if not piece.levels:
             return [piece]
         splitter, rest = piece.levels[0], piece.levels[1:]
-        spans = splitter(self.text, piece.start, piece.end)
+        spans = self._spans(splitter, piece.start, piece.end)
         if len(spans) > 1:
             return [_Piece(s, e, -1, rest or piece.levels) for s, e in spans]
         return [_Piece(piece.start, piece.end, piece.tokens, rest)]
+
+    def _spans(self, splitter: Splitter, start: int, end: int) -> list[Span]:
+        """text[start:end] split by `splitter`, memoised: a block split into atoms is
+        often split the same way again when it is too big for one chunk."""
+        key = (splitter, start, end)
+        if key not in self.splits:
+            self.splits[key] = splitter(self.text, start, end)
+        return self.splits[key]
 
     # -- overlap ---------------------------------------------------------------------
 

@@ -33,16 +33,21 @@ _TERMINALS = ".!?…"
 
 # Whitespace after terminal punctuation (with trailing closers), or any newline run.
 _CANDIDATE = re.compile(r"[.!?…]+[\"'”’»)\]}]*(\s+)|(\s*\n\s*)")
-_LAST_WORD = re.compile(r"\S+\Z")
 _NON_SPACE = re.compile(r"\S")
 _INITIALISM = re.compile(r"(?:[^\W\d_]\.){2,}\Z")  # U.S.  e.g.  a.m.
 _INITIAL = re.compile(r"[^\W\d_]\.\Z")  # J.  S. (Typhi)  p.
 _NEW_LINE_ITEM = re.compile(r"(?:[-*+•◦▪‣]|\d{1,3}[.)]|\(?[a-zA-Z\d]{1,3}\)|#{1,6})\s|\|")
 
-# Abbreviations that are followed by the rest of their sentence (compared lowercased).
+# Abbreviations that are followed by the rest of their sentence (compared lowercased):
+# Latin, titles, references to figures and the like, and the journal names of
+# scientific citations ("Proc. Natl. Acad. Sci.", "J. Mol. Biol."). Words that also
+# end sentences in their own right ("cell.", "min.", "am.") are left out.
 _ABBREVIATIONS = frozenset(
     "e.g. i.e. vs. cf. viz. al. approx. ca. dr. mr. mrs. ms. prof. st. fig. figs. "
-    "eq. eqs. ref. refs. vol. ch. sec. tab. suppl. pp. resp. incl. dept. univ.".split()
+    "eq. eqs. ref. refs. vol. ch. sec. tab. suppl. pp. resp. incl. dept. univ. "
+    "proc. natl. acad. sci. biol. chem. mol. nat. med. br. res. clin. soc. int. rev. "
+    "lett. phys. eur. ann. immunol. genet. physiol. biochem. pharmacol. neurosci. "
+    "endocrinol. epidemiol. oncol. surg. pathol. microbiol. exp.".split()
 )
 # Abbreviations that only count as such before a number ("No. 5" but "said No. Then").
 _NUMBER_ABBREVIATIONS = frozenset({"no.", "nos."})
@@ -52,7 +57,7 @@ _SENTENCE_STARTERS = frozenset(
     "The This These That Those There Here It Its We Our They Their He She In On At "
     "For From To With By As Of After Before Among Although Because Both Despite "
     "During Finally Furthermore However Moreover Overall Since Such Taken Therefore "
-    "Thus Together Using When Where While Whereas A An All No Not Only".split()
+    "Thus Together Using When Where While Whereas An All No Not Only".split()
 )
 # Line endings that announce that the sentence goes on after the newline.
 _CONTINUATION_ENDINGS = ",;-–—(/&+=" + "“‘«"
@@ -69,9 +74,9 @@ def split_sentences(text: str) -> list[Span]:
     character of `text`.
     """
     spans: list[Span] = []
-    start = _first_non_space(text, 0)
-    if start is None:
+    if (first := _NON_SPACE.search(text)) is None:
         return spans
+    start = first.start()
     for match in _CANDIDATE.finditer(text):
         gap_start, gap_end = match.span(1) if match.group(1) else match.span(2)
         if gap_end >= len(text) or gap_start <= start:
@@ -88,19 +93,13 @@ def sentence_texts(text: str) -> list[str]:
     return [text[start:end] for start, end in split_sentences(text)]
 
 
-def _first_non_space(text: str, pos: int) -> int | None:
-    match = _NON_SPACE.search(text, pos)
-    return match.start() if match else None
-
-
 def _is_boundary(text: str, gap_start: int, gap_end: int) -> bool:
     """Whether the whitespace text[gap_start:gap_end] separates two sentences."""
     gap = text[gap_start:gap_end]
     newlines = gap.count("\n")
     if newlines >= 2:
         return True
-    word_match = _LAST_WORD.search(text, max(0, gap_start - 64), gap_start)
-    word = word_match.group() if word_match else ""
+    word = text[max(0, gap_start - 64) : gap_start].rsplit(None, 1)[-1]
     following = text[gap_end : gap_end + 64]
     if newlines and _NEW_LINE_ITEM.match(following):
         return True
@@ -122,12 +121,13 @@ def _ends_sentence(word: str, following: str) -> bool:
 
 def _is_abbreviation(core: str, following: str) -> bool:
     """Whether `core` (a word ending in ".") is an abbreviation inside a sentence."""
-    bare = core.lstrip(_OPENERS).lower()
-    if bare in _ABBREVIATIONS or _INITIALISM.match(bare):
+    bare = core.lstrip(_OPENERS)
+    lowered = bare.lower()
+    if lowered in _ABBREVIATIONS or _INITIALISM.match(lowered):
         return True
-    if _INITIAL.match(bare):
-        return _continues_initial(following.split(maxsplit=1)[0])
-    return bare in _NUMBER_ABBREVIATIONS and following[0].isdigit()
+    if _INITIAL.match(bare):  # "p. 12", "n. 3" always go on; "J." or "D." may end
+        return bare[0].islower() or _continues_initial(following.split(maxsplit=1)[0])
+    return lowered in _NUMBER_ABBREVIATIONS and following[0].isdigit()
 
 
 def _continues_initial(word: str) -> bool:
@@ -144,8 +144,6 @@ def _continues(word: str, following: str) -> bool:
     first = following[0]
     if first.islower() or first in ",;:)]}":
         return True
-    if not word:
-        return False
     if word[-1] in _CONTINUATION_ENDINGS or word.lower() in _FUNCTION_WORDS:
         return True
     return word[-1] == "." and _is_abbreviation(word.rstrip(_CLOSERS), following)

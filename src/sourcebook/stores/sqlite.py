@@ -673,22 +673,24 @@ def _load_index(conn: sqlite3.Connection, generation: int) -> _VectorIndex:
     rows = conn.execute(
         "SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq"
     )
-    for chunk_id, document_id, blob in rows:
+    for id_, document_id, blob in rows:
         builder = builders.setdefault(len(blob) // 4, _PartitionBuilder())
-        builder.add(chunk_id, document_codes.setdefault(document_id, len(document_codes)), blob)
+        builder.add(id_, document_codes.setdefault(document_id, len(document_codes)), blob)
     partitions = {dimension: builder.build(dimension) for dimension, builder in builders.items()}
     return _VectorIndex(generation, document_codes, partitions)
 
 
 class _PartitionBuilder:
+    """One dimension's rows, accumulated while the index loads."""
+
     def __init__(self) -> None:
         self.vectors = bytearray()
         self.chunk_ids: list[str] = []
         self.documents: list[int] = []
 
-    def add(self, chunk_id: str, document: int, vector: bytes) -> None:
+    def add(self, id_: str, document: int, vector: bytes) -> None:
         self.vectors += vector
-        self.chunk_ids.append(chunk_id)
+        self.chunk_ids.append(id_)
         self.documents.append(document)
 
     def build(self, dimension: int) -> _VectorPartition:
@@ -716,7 +718,7 @@ def _scores(matrix: np.ndarray, query: np.ndarray, rows: np.ndarray | None) -> n
 def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k highest scores, best first: argpartition, then sort only those k."""
     if k < len(scores):
-        candidates = np.argpartition(-scores, k - 1)[:k]
+        candidates = np.argpartition(scores, len(scores) - k)[-k:]
     else:
         candidates = np.arange(len(scores))
     return candidates[np.argsort(-scores[candidates], kind="stable")]
