@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sourcebook.chunking import ChunkingError, chunk_document, chunk_documents, make_prefix
@@ -171,9 +171,7 @@ def test_generated_documents_simple_counter(
     check_chunks(doc, chunks, simple_count, max_tokens, overlap)
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=25, deadline=None)
 @given(documents(), st.integers(32, 300), st.floats(0, 0.3))
 def test_generated_documents_real_tokenizer(
     real_count: Counter, doc: ParsedDocument, max_tokens: int, overlap: float
