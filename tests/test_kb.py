@@ -153,3 +153,70 @@ def test_search_many_matches_single_searches(example_kb):
     for a, b in zip(batched, single):
         assert [h.chunk.id for h in a] == [h.chunk.id for h in b]
         assert np.allclose([h.score for h in a], [h.score for h in b])
+
+
+def _bad_inputs(folder: Path) -> dict[str, str]:
+    """Bad files of every kind, and the words their error must contain."""
+    from pypdf import PdfWriter
+
+    (folder / "corrupt.pdf").write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage")
+    writer = PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    writer.encrypt(user_password="secret", owner_password="owner")
+    with open(folder / "locked.pdf", "wb") as fh:
+        writer.write(fh)
+    (folder / "empty.txt").write_text("")
+    (folder / "binary.txt").write_bytes(bytes(range(256)) * 40)
+    (folder / "data.xyz").write_text("what format is this")
+    (folder / "huge.md").write_text("# Big\n\n" + "word " * 400)
+    return {
+        "corrupt.pdf": "pdf",
+        "locked.pdf": "encrypted",
+        "empty.txt": "no",
+        "binary.txt": "binary",
+        "data.xyz": "unsupported",
+        "huge.md": "limit",
+    }
+
+
+def test_bad_inputs_fail_alone_and_change_nothing_stored(tmp_path):
+    with KnowledgeBase.open(tmp_path / "kb.db", max_file_bytes=1500) as kb:
+        small = tmp_path / "small.md"
+        small.write_text("# Lunch\n\nLunch is served at noon in the atrium.\n")
+        kb.add([str(small)])
+        before = {d.id: (d.content_hash, d.chunk_count, d.status) for d in kb.documents()}
+        before_hits = [h.chunk.id for h in kb.search("lunch atrium", per_document=0)]
+
+        bad_dir = tmp_path / "bad"
+        bad_dir.mkdir()
+        expected = _bad_inputs(bad_dir)
+        (bad_dir / "fine.md").write_text("# Fine\n\nThe fire drill is on the first Monday of each month.\n")
+        small.write_bytes(b"\x00\x01\x02 now binary garbage \xff\xfe" * 50)  # a stored document turns bad
+        sources = [str(bad_dir), str(bad_dir / "data.xyz"), str(small), str(tmp_path / "missing.md"), "http://127.0.0.1:9/nothing.html", "http://10.0.0.1/x"]
+        results = {Path(r.source).name: r for r in kb.add(sources)}
+
+        assert results["fine.md"].action == "added"
+        for name, words in expected.items():
+            r = results[name]
+            assert r.action == "failed", name
+            assert name in r.error and words in r.error.lower(), r.error
+        assert results["small.md"].action == "failed" and "small.md" in results["small.md"].error
+        assert results["missing.md"].action == "failed" and "not found" in results["missing.md"].error
+        assert results["nothing.html"].error_code == "blocked_url"
+        assert results["x"].error_code == "blocked_url"
+        # What was stored before is untouched: same hash, chunks, status, and still found.
+        after = {d.id: (d.content_hash, d.chunk_count, d.status) for d in kb.documents()}
+        for doc_id, state in before.items():
+            assert after[doc_id] == state
+        assert kb.search("lunch atrium", per_document=0)[0].chunk.id == before_hits[0]
+        # New failures are listed with status error and their reason.
+        errors = {Path(d.source).name: d for d in kb.documents(status="error")}
+        assert set(errors) >= set(expected)
+        assert all(d.error for d in errors.values())
+
+
+def test_unreachable_url_is_a_fetch_error(tmp_path):
+    with KnowledgeBase.open(tmp_path / "kb.db", allow_private_urls=True, url_timeout=2) as kb:
+        [result] = kb.add("http://127.0.0.1:9/nothing.html")
+    assert result.action == "failed" and result.error_code == "fetch_error"
+    assert "127.0.0.1:9" in result.error

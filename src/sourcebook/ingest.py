@@ -145,7 +145,7 @@ class Ingestor:
             title=parsed.title,
             media_type=parsed.media_type,
             metadata={**parsed.metadata, **metadata},
-            status=DocumentStatus.PROCESSING,
+            status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
         )
         hashes = [c.content_hash for c in chunks]
         known = self.store.vectors_for_hashes(collection, hashes)
@@ -167,6 +167,8 @@ class Ingestor:
     def _flush(self) -> list[IngestResult]:
         """Embed every queued missing chunk in one pass, then write each document."""
         queue, self._queue = self._queue, []
+        for pending in queue:
+            self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
         texts = [p.chunks[i].embedding_text for p in queue for i in p.missing]
         fresh = self.embedder.embed_documents(texts, progress=lambda n: self._emit("embedded", n)) if texts else None
         results: list[IngestResult] = []
