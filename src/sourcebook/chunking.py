@@ -14,7 +14,8 @@ counted in batches and summed (for WordPiece and other whitespace-pretokenised m
 the tokens of a whitespace-joined text are the sum of its parts' tokens); every final
 chunk is then counted once more, and a section with a chunk over budget is packed
 again with a budget smaller by the excess, so a counter that is not additive still
-yields chunks within budget.
+yields chunks within budget. A prefix (`make_prefix`) over half the budget, from a
+very long title, is cut to half so that text always has room.
 """
 
 from __future__ import annotations
