@@ -245,7 +245,8 @@ def test_later_chunks_of_a_section_have_its_full_path() -> None:
     assert chunks[1].prefix == "Doc > Reference > API"
 
 
-def test_page_is_the_page_of_the_first_block() -> None:
+def test_chunks_never_span_two_pages() -> None:
+    """A page change starts a new section, so every chunk's page (and citation) is exact."""
     doc = doc_of(
         Block("paragraph", prose(30, 1), page=3),
         Block("paragraph", prose(30, 2), page=4),
@@ -255,9 +256,11 @@ def test_page_is_the_page_of_the_first_block() -> None:
     chunks = chunk_document(doc, simple_count, max_tokens=80, overlap=0)
     assert [(c.page, c.text[:20]) for c in chunks] == [
         (3, doc.blocks[0].text[:20]),
-        (4, doc.blocks[2].text[:20]),
+        (4, doc.blocks[1].text[:20]),
+        (5, doc.blocks[3].text[:20]),
     ]
-    assert chunks[0].end > block_spans(doc)[1][0]  # the first chunk runs onto page 4
+    spans = block_spans(doc)
+    assert chunks[0].end <= spans[1][0] and chunks[1].end <= spans[3][0]
 
 
 def test_long_paragraph_splits_at_sentences_with_overlap(real_count: Counter) -> None:

@@ -437,15 +437,16 @@ class _DocumentChunker:
         return bisect.bisect_right(self.block_starts, offset) - 1
 
     def _sections(self, pieces: list[_Piece]) -> list[list[_Piece]]:
-        """Block pieces grouped into sections: a new one at each heading (or heading
-        path change) once the current section has a body; bare headings join the next."""
+        """Block pieces grouped into sections: a new one at each heading, heading path
+        change or page change (so a PDF chunk's page is exact, and its citation too)
+        once the current section has a body; bare headings join the next."""
         sections: list[list[_Piece]] = []
         has_body = False
         previous: Block | None = None
         for piece in pieces:
             block = self.blocks[self._block_index(piece.start)]
             starts_section = block.kind == "heading" or (
-                previous is not None and block.heading_path != previous.heading_path
+                previous is not None and (block.heading_path, block.page) != (previous.heading_path, previous.page)
             )
             if not sections or (has_body and starts_section):
                 sections.append([])
