@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import re
 
+from ..stopwords import STOPWORDS
+
 _WORD = re.compile(r"[^\W_]+(?:[.'-][^\W_]+)*", re.UNICODE)
 
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves get gets got many much does tell give given also may might must shall""".split()
-)
+# Question words that say nothing about the answer, on top of the shared stopwords.
+_QUESTION_FILLER = frozenset("get gets got many much tell give given also may might must shall".split())
+_IGNORED = STOPWORDS | _QUESTION_FILLER
 
 
 def _stem(word: str) -> str:
@@ -31,7 +27,7 @@ def _stem(word: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """Lower-cased, stemmed words of `text` that carry meaning (stopwords dropped)."""
-    return {_stem(w) for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in STOPWORDS}
+    return {_stem(w) for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _IGNORED}
 
 
 def overlap(question_terms: set[str], passage: str) -> float:

@@ -55,6 +55,7 @@ from ..models import (
     SearchFilter,
     StoredChunk,
 )
+from ..stopwords import STOPWORDS
 from .base import CollectionInfo
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
@@ -595,9 +596,13 @@ def _require_free_source(conn: sqlite3.Connection, document_id: str, collection:
 
 # Searching -------------------------------------------------------------------------
 def _fts_query(query: str) -> str | None:
-    """The FTS5 MATCH expression for a user query: each word quoted, OR-ed; None if no words."""
-    terms = dict.fromkeys(term.lower() for term in _TERM.findall(query))
-    return " OR ".join(f'"{term}"' for term in terms) or None
+    """The FTS5 MATCH expression for a user query: each word quoted, OR-ed; None if no words.
+
+    Stopwords are dropped unless the query has nothing else ("to be or not to be").
+    """
+    terms = list(dict.fromkeys(term.lower() for term in _TERM.findall(query)))
+    content = [term for term in terms if term not in STOPWORDS] or terms
+    return " OR ".join(f'"{term}"' for term in content) or None
 
 
 def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
