@@ -1,0 +1,77 @@
+"""Retrieval: fusion arithmetic, options, thresholds and per-document limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from sourcebook import InvalidQueryError
+from sourcebook.models import ScoredId
+from sourcebook.retrieval import SearchOptions, reciprocal_rank_fusion
+
+
+def ranking(*ids: str) -> list[ScoredId]:
+    return [ScoredId(cid, rank, 1.0 / rank) for rank, cid in enumerate(ids, 1)]
+
+
+def test_rrf_by_hand():
+    fused = dict(reciprocal_rank_fusion([ranking("a", "b", "c"), ranking("c", "a")], k=60))
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    order = [cid for cid, _ in reciprocal_rank_fusion([ranking("a", "b", "c"), ranking("c", "a")], k=60)]
+    assert order == ["a", "c", "b"]
+
+
+def test_rrf_k_changes_the_balance():
+    lists = [ranking("x", "y"), ranking("y", "z", "x")]
+    # Small k rewards top ranks: x (1st + 3rd) vs y (2nd + 1st): y wins either way; z last.
+    assert [cid for cid, _ in reciprocal_rank_fusion(lists, k=1)] == ["y", "x", "z"]
+    assert reciprocal_rank_fusion([], k=60) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"mode": "semantic"}, {"top_k": 0}, {"per_document": -1}]
+)
+def test_invalid_options_are_rejected(kwargs):
+    with pytest.raises(InvalidQueryError):
+        SearchOptions(**kwargs)
+
+
+def test_empty_query_is_rejected(example_kb):
+    with pytest.raises(InvalidQueryError, match="empty"):
+        example_kb.search("   ")
+
+
+def test_min_score_applies_in_the_mode_units(example_kb):
+    hits = example_kb.search("security awareness training", mode="vector", top_k=20, per_document=0)
+    cut = hits[3].score
+    kept = example_kb.search("security awareness training", mode="vector", top_k=20, per_document=0, min_score=cut)
+    assert [h.chunk.id for h in kept] == [h.chunk.id for h in hits[:4]]
+    assert all(h.score >= cut for h in kept)
+    assert example_kb.search("security awareness training", mode="keyword", min_score=1e9) == []
+
+
+def test_per_document_limits_chunks_of_one_document(example_kb):
+    unlimited = example_kb.search("leave", mode="keyword", top_k=30, per_document=0)
+    per_doc = {}
+    for h in unlimited:
+        per_doc[h.chunk.document_id] = per_doc.get(h.chunk.document_id, 0) + 1
+    assert max(per_doc.values()) > 2
+    limited = example_kb.search("leave", mode="keyword", top_k=30, per_document=2)
+    counts = {}
+    for h in limited:
+        counts[h.chunk.document_id] = counts.get(h.chunk.document_id, 0) + 1
+    assert max(counts.values()) == 2
+    assert [h.rank for h in limited] == list(range(1, len(limited) + 1))
+
+
+def test_hybrid_finds_what_each_retriever_finds_alone(example_kb):
+    """An exact code only keyword search can match, and a paraphrase only vectors match."""
+    exact = example_kb.search("harbor-db-replica-2", mode="hybrid", top_k=3)
+    assert "runbook" in exact[0].chunk.source
+    paraphrase = example_kb.search("money to spend on courses and conferences", mode="hybrid", top_k=5)
+    assert any("handbook" in h.chunk.source for h in paraphrase)
+
+
+def test_keyword_query_of_only_stopwords_still_searches(example_kb):
+    assert len(example_kb.search("what is it", mode="keyword", top_k=3)) == 3
