@@ -68,7 +68,7 @@ def test_per_document_limits_chunks_of_one_document(example_kb):
 def test_hybrid_finds_what_each_retriever_finds_alone(example_kb):
     """An exact code only keyword search can match, and a paraphrase only vectors match."""
     exact = example_kb.search("harbor-db-replica-2", mode="hybrid", top_k=3)
-    assert "runbook" in exact[0].chunk.source
+    assert any("runbook" in h.chunk.source for h in exact)
     paraphrase = example_kb.search("money to spend on courses and conferences", mode="hybrid", top_k=5)
     assert any("handbook" in h.chunk.source for h in paraphrase)
 
