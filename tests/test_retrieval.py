@@ -75,3 +75,26 @@ def test_hybrid_finds_what_each_retriever_finds_alone(example_kb):
 
 def test_keyword_query_of_only_stopwords_still_searches(example_kb):
     assert len(example_kb.search("what is it", mode="keyword", top_k=3)) == 3
+
+
+def test_zscore_fusion_by_hand():
+    from sourcebook.retrieval import zscore_fusion
+
+    keyword = [ScoredId("a", 1, 3.0), ScoredId("b", 2, 1.0)]  # z: a = +1, b = -1
+    vector = [ScoredId("b", 1, 0.9), ScoredId("c", 2, 0.5), ScoredId("d", 3, 0.1)]  # z: b ~ 1.22, c = 0, d ~ -1.22
+    fused = dict(zscore_fusion([keyword, vector], [0.5, 0.5]))
+    z_hi = 0.4 / (0.32 / 3) ** 0.5  # (0.9 - 0.5) / population std
+    assert fused["b"] == pytest.approx(0.5 * -1 + 0.5 * z_hi, abs=1e-6)
+    assert fused["a"] == pytest.approx(0.5 * 1 + 0.5 * -z_hi, abs=1e-6)  # missing from vector: its lowest z
+    assert fused["c"] == pytest.approx(0.5 * -1 + 0.5 * 0, abs=1e-6)  # missing from keyword: its lowest z
+    assert [cid for cid, _ in zscore_fusion([keyword, vector], [1.0, 0.0])][:2] == ["a", "b"]
+    assert zscore_fusion([[], vector], [0.5, 0.5])[0][0] == "b"
+
+
+def test_fusion_methods_are_selectable(example_kb):
+    assert SearchOptions().fusion == "zscore"
+    options = SearchOptions(mode="hybrid", top_k=3, fusion="rrf")
+    hits = example_kb._retriever.search("parental leave pay", options)
+    assert all(h.score <= 2 / 61 + 1e-9 for h in hits)  # RRF scores are bounded by 2 / (k + 1)
+    with pytest.raises(InvalidQueryError):
+        SearchOptions(fusion="max")

@@ -1,9 +1,13 @@
 """Keyword, vector and hybrid retrieval over a `Store`.
 
-Hybrid search fuses the two ranked lists with reciprocal rank fusion (RRF,
-Cormack et al. 2009): score(d) = sum over lists of 1 / (k + rank(d)). RRF needs no
-score calibration between BM25 and cosine similarity, which live on unrelated
-scales; on SciFact it lifts nDCG@10 above either retriever alone (see bench/).
+Hybrid search fuses the two ranked lists. Two methods:
+- "zscore" (default): each list's scores are standardised over its candidates
+  ((s - mean) / std, a chunk missing from a list gets that list's lowest z) and
+  summed with weights w and 1 - w. Unlike RRF it keeps how far ahead a hit is, not
+  only its rank. Measured on SciFact (bench/scifact.py): nDCG@10 0.733 vs 0.714 for
+  RRF; on the held-out Python-docs set it does not lose either (README, Quality).
+- "rrf" (Cormack et al. 2009): score = sum over lists of 1 / (k + rank); needs no
+  score statistics at all.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ class SearchOptions:
     filters: SearchFilter = SearchFilter()
     min_score: float | None = None
     per_document: int = 1
-    candidates: int = 100
+    candidates: int = 200
+    fusion: str = "zscore"
+    keyword_weight: float = 0.5
     rrf_k: int = 60
 
     def __post_init__(self) -> None:
@@ -39,6 +45,8 @@ class SearchOptions:
             raise InvalidQueryError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(MODES)}")
         if self.top_k < 1:
             raise InvalidQueryError(f"top_k must be at least 1, got {self.top_k}")
+        if self.fusion not in ("zscore", "rrf"):
+            raise InvalidQueryError(f"unknown fusion {self.fusion!r}; use 'zscore' or 'rrf'")
         if self.per_document < 0:
             raise InvalidQueryError(f"per_document must be 0 (no limit) or more, got {self.per_document}")
 
@@ -50,6 +58,8 @@ class SearchOptions:
             "min_score": settings.min_score,
             "per_document": settings.per_document,
             "candidates": settings.candidates,
+            "fusion": settings.fusion,
+            "keyword_weight": settings.fusion_keyword_weight,
             "rrf_k": settings.rrf_k,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -62,6 +72,24 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[ScoredId]], k: int = 60) 
     for ranking in rankings:
         for item in ranking:
             fused[item.chunk_id] = fused.get(item.chunk_id, 0.0) + 1.0 / (k + item.rank)
+    return sorted(fused.items(), key=lambda pair: -pair[1])
+
+
+def zscore_fusion(rankings: Sequence[Sequence[ScoredId]], weights: Sequence[float]) -> list[tuple[str, float]]:
+    """Weighted sum of per-list standardised scores, best first.
+
+    A chunk absent from a list scores that list's minimum z there: it was below the
+    list's cut-off, so the lowest seen score is the most it can be credited with.
+    """
+    standardised: list[tuple[dict[str, float], float, float]] = []
+    for ranking, weight in zip(rankings, weights, strict=True):
+        if not ranking or weight == 0:
+            continue
+        scores = np.array([item.score for item in ranking], dtype=np.float64)
+        z = (scores - scores.mean()) / (scores.std() + 1e-9)
+        standardised.append(({item.chunk_id: float(v) for item, v in zip(ranking, z)}, float(z.min()), weight))
+    candidates = dict.fromkeys(chunk_id for by_id, _, _ in standardised for chunk_id in by_id)
+    fused = {cid: sum(w * zs.get(cid, low) for zs, low, w in standardised) for cid in candidates}
     return sorted(fused.items(), key=lambda pair: -pair[1])
 
 
@@ -79,7 +107,9 @@ class Retriever:
     def search(self, query: str, options: SearchOptions, query_vector: np.ndarray | None = None) -> list[Hit]:
         if not query.strip():
             raise InvalidQueryError("the query is empty")
-        pool = max(options.candidates, options.top_k * max(options.per_document, 1) * 3)
+        # A fixed pool (not one growing with top_k) keeps z-score statistics, and so the
+        # order of the first hits, the same whatever top_k a caller asks for.
+        pool = max(options.candidates, options.top_k * max(options.per_document, 1))
         keyword: list[ScoredId] = []
         vector: list[ScoredId] = []
         if options.mode in ("keyword", "hybrid"):
@@ -93,8 +123,10 @@ class Retriever:
             ranked = [(item.chunk_id, item.score) for item in keyword]
         elif options.mode == "vector":
             ranked = [(item.chunk_id, item.score) for item in vector]
-        else:
+        elif options.fusion == "rrf":
             ranked = reciprocal_rank_fusion([keyword, vector], options.rrf_k)
+        else:
+            ranked = zscore_fusion([keyword, vector], [options.keyword_weight, 1.0 - options.keyword_weight])
         if options.min_score is not None:
             ranked = [(cid, score) for cid, score in ranked if score >= options.min_score]
         return self._build_hits(ranked, keyword, vector, options)
@@ -108,29 +140,33 @@ class Retriever:
     ) -> list[Hit]:
         by_keyword = {item.chunk_id: item for item in keyword}
         by_vector = {item.chunk_id: item for item in vector}
-        chunks = self._store.get_chunks([cid for cid, _ in ranked])
         per_doc: dict[str, int] = {}
         hits: list[Hit] = []
-        for chunk_id, score in ranked:
-            chunk = chunks.get(chunk_id)
-            if chunk is None:  # deleted between the search and the fetch
-                continue
-            seen = per_doc.get(chunk.document_id, 0)
-            if options.per_document and seen >= options.per_document:
-                continue
-            per_doc[chunk.document_id] = seen + 1
-            kw, vec = by_keyword.get(chunk_id), by_vector.get(chunk_id)
-            hits.append(
-                Hit(
-                    rank=len(hits) + 1,
-                    score=float(score),
-                    chunk=chunk,
-                    keyword_rank=kw.rank if kw else None,
-                    keyword_score=kw.score if kw else None,
-                    vector_rank=vec.rank if vec else None,
-                    vector_score=vec.score if vec else None,
+        window = max(2 * options.top_k, 20)
+        for start in range(0, len(ranked), window):
+            # Fetch chunk rows a window at a time: most searches need only the first.
+            batch = ranked[start : start + window]
+            chunks = self._store.get_chunks([cid for cid, _ in batch])
+            for chunk_id, score in batch:
+                chunk = chunks.get(chunk_id)
+                if chunk is None:  # deleted between the search and the fetch
+                    continue
+                seen = per_doc.get(chunk.document_id, 0)
+                if options.per_document and seen >= options.per_document:
+                    continue
+                per_doc[chunk.document_id] = seen + 1
+                kw, vec = by_keyword.get(chunk_id), by_vector.get(chunk_id)
+                hits.append(
+                    Hit(
+                        rank=len(hits) + 1,
+                        score=float(score),
+                        chunk=chunk,
+                        keyword_rank=kw.rank if kw else None,
+                        keyword_score=kw.score if kw else None,
+                        vector_rank=vec.rank if vec else None,
+                        vector_score=vec.score if vec else None,
+                    )
                 )
-            )
-            if len(hits) == options.top_k:
-                break
+                if len(hits) == options.top_k:
+                    return hits
         return hits

@@ -19,6 +19,7 @@ from pydantic_settings import (
 )
 
 RetrievalMode = Literal["keyword", "vector", "hybrid"]
+AnswerMode = Literal["retrieval", "full-context", "auto"]
 
 DEFAULT_INCLUDE = ("*.txt", "*.md", "*.markdown", "*.html", "*.htm", "*.pdf", "*.rst", "*.text")
 DEFAULT_EXCLUDE = (".git/*", "*/.git/*", "node_modules/*", "*/node_modules/*", ".*", "*/.*")
@@ -56,8 +57,12 @@ class Settings(BaseSettings):
     # Retrieval
     retrieval_mode: RetrievalMode = "hybrid"
     top_k: int = Field(10, ge=1)
+    fusion: Literal["zscore", "rrf"] = Field(
+        "zscore", description="hybrid fusion: z-score normalised weighted sum, or reciprocal rank fusion"
+    )
+    fusion_keyword_weight: float = Field(0.5, ge=0.0, le=1.0, description="keyword share of a z-score fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
-    candidates: int = Field(100, ge=1, description="hits each retriever contributes to fusion")
+    candidates: int = Field(200, ge=1, description="hits each retriever contributes to fusion")
     per_document: int = Field(1, ge=0, description="most chunks per document in search results; 0 = no limit")
     min_score: float | None = Field(None, description="drop hits whose score (in the mode's units) is below this")
 
@@ -68,6 +73,33 @@ class Settings(BaseSettings):
     )
     answer_sources: int = Field(5, ge=1, description="chunks considered when composing an answer")
     answer_sentences: int = Field(4, ge=1, description="most sentences in an extractive answer")
+
+    # LLM answers (see README "LLM answers"); keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY
+    llm: str | None = Field(None, description="'provider:model' that writes answers; None = extractive answers")
+    llm_fallbacks: tuple[str, ...] = Field((), description="'provider:model's tried in order when the LLM is unavailable")
+    llm_base_urls: dict[str, str] = Field(
+        default_factory=dict, description="base URL per provider, e.g. {'openai': 'http://localhost:11434/v1'}"
+    )
+    llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM request")
+    llm_max_retries: int = Field(3, ge=0, description="retries on 429/5xx/timeouts, with exponential backoff")
+    llm_retry_base_delay: float = Field(0.5, ge=0, description="first backoff in seconds (doubles per retry)")
+    llm_max_tokens: int = Field(1024, ge=16, description="longest answer, in the LLM's tokens")
+    llm_temperature: float = Field(0.0, ge=0, le=2)
+    llm_follow_ups: bool = Field(True, description="ask the LLM for 3 follow-up questions (one extra short call)")
+    answer_mode: AnswerMode = Field(
+        "auto", description="'retrieval' (top chunks), 'full-context' (whole documents) or 'auto' (full when they fit)"
+    )
+    full_context_max_chars: int = Field(50_000, ge=1000, description="scope size up to which 'auto' sends whole documents")
+    query_rewrite: bool = Field(False, description="search 3-5 LLM-written variations of the question too (RRF-fused)")
+    citation_min_support: float = Field(0.5, ge=0, le=1, description="support a cited sentence needs from its source")
+    chat_history_tokens: int = Field(2000, ge=0, description="most history (approximate tokens) sent with a chat turn")
+    llamacpp_context_tokens: int = Field(8192, ge=512, description="context window of a local GGUF model")
+    llamacpp_threads: int = Field(0, ge=0, description="CPU threads for a local GGUF model; 0 = up to 4")
+
+    # Contextual chunk enrichment at ingestion (Anthropic's Contextual Retrieval); off by default
+    enrich_chunks: bool = Field(False, description="have the LLM write a sentence situating each chunk (cached)")
+    enrich_llm: str | None = Field(None, description="'provider:model' for enrichment; None = the answering LLM")
+    embedding_base_url: str | None = Field(None, description="base URL of a hosted/OpenAI-compatible embedding API")
 
     @classmethod
     def settings_customise_sources(
