@@ -24,21 +24,18 @@ import os
 import platform
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sourcebook import KnowledgeBase
+from sourcebook.evaluation.dataset import read_qrels, read_queries
+from sourcebook.evaluation.metrics import mean_mrr, mean_ndcg, mean_recall, percentile
+from sourcebook.retrieval import SearchOptions
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from metrics import mean_mrr, mean_ndcg, mean_recall, percentile  # noqa: E402
-
-from sourcebook import KnowledgeBase  # noqa: E402
-from sourcebook.retrieval import SearchOptions  # noqa: E402
-
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))
 RESULTS = HERE / "results" / "scifact.json"
 MODES = ("keyword", "vector", "hybrid")
@@ -53,22 +50,6 @@ def load() -> str:
 
 def say(message: str) -> None:
     print(message, flush=True)
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8") as lines:
-        next(lines)  # header
-        for line in lines:
-            if line.strip():
-                query_id, doc_id, score = line.rstrip("\n").split("\t")
-                qrels.setdefault(query_id, {})[doc_id] = int(score)
-    return qrels
-
-
-def read_queries(path: Path) -> dict[str, str]:
-    with open(path, encoding="utf-8") as lines:
-        return {str(r["_id"]): r["text"] for r in map(json.loads, lines) if r}
 
 
 def subset_corpus(limit: int, qrels: dict[str, dict[str, int]]) -> tuple[Path, set[str]]:

@@ -7,6 +7,7 @@
 """
 
 from .errors import (
+    ChatSessionNotFoundError,
     ConfigurationError,
     DocumentNotFoundError,
     EmbeddingError,
@@ -14,19 +15,30 @@ from .errors import (
     EmptyDocumentError,
     FetchError,
     FileTooLargeError,
+    GeneratorError,
     InvalidQueryError,
     LoaderError,
+    MalformedResponseError,
+    MissingAPIKeyError,
+    ProviderUnavailableError,
     SourcebookError,
     StoreError,
+    UnknownModelError,
     UnsupportedFormatError,
 )
+from .answering.llm import AnswerStream
+from .chat import ChatSession
 from .kb import KnowledgeBase
-from .models import Answer, Citation, DocumentRecord, DocumentStatus, Hit, IngestResult
+from .models import Answer, Citation, CitationCheck, DocumentRecord, DocumentStatus, Hit, IngestResult
 from .settings import Settings
 
 __all__ = [
     "Answer",
+    "AnswerStream",
+    "ChatSession",
+    "ChatSessionNotFoundError",
     "Citation",
+    "CitationCheck",
     "ConfigurationError",
     "DocumentNotFoundError",
     "DocumentRecord",
@@ -36,13 +48,18 @@ __all__ = [
     "EmptyDocumentError",
     "FetchError",
     "FileTooLargeError",
+    "GeneratorError",
     "Hit",
     "IngestResult",
     "InvalidQueryError",
     "KnowledgeBase",
     "LoaderError",
+    "MalformedResponseError",
+    "MissingAPIKeyError",
+    "ProviderUnavailableError",
     "Settings",
     "SourcebookError",
     "StoreError",
+    "UnknownModelError",
     "UnsupportedFormatError",
 ]

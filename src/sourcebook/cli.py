@@ -12,21 +12,26 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .answering.llm import AnswerStream
 from .chunking import make_prefix
+from .cli_eval import eval_app
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
 from .models import Answer, Hit, IngestResult
 
 app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questions.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
 out = Console()
 err = Console(stderr=True)
 
@@ -203,8 +208,33 @@ def search(
         out.print("No results.")
 
 
-def _render_answer(answer: Answer) -> None:
-    out.print(answer.answer, highlight=False)
+LlmOpt = Annotated[
+    Optional[str],
+    typer.Option("--llm", help="provider:model that writes the answer (anthropic, openai, gemini, llamacpp); "
+                               "default: settings.llm, else an extractive answer"),
+]
+AnswerModeOpt = Annotated[
+    Optional[str], typer.Option("--mode", help="retrieval (top chunks), full-context (whole documents) or auto")
+]
+ANSWER_MODES = ("retrieval", "full-context", "auto")
+
+
+def _answer_mode(mode: str | None) -> Any:
+    if mode is not None and mode not in ANSWER_MODES:
+        raise typer.BadParameter(f"--mode must be one of {', '.join(ANSWER_MODES)}, got {mode!r}")
+    return mode
+
+
+def _render_answer(answer: Answer, streamed: str | None = None) -> None:
+    """The answer (unless it was streamed already), its sources, the check's verdict and follow-ups."""
+    if streamed is None:
+        out.print(answer.answer, highlight=False, markup=False)
+    elif answer.answer != streamed.strip():
+        out.print("\n[dim]after the citation check:[/dim]")
+        out.print(answer.answer, highlight=False, markup=False)
+    check = answer.citation_check
+    if check is not None and check.removed:
+        out.print(f"[yellow]removed citations to missing sources: {', '.join(map(str, check.removed))}[/yellow]")
     if answer.citations:
         out.print("\n[bold]Sources[/bold]")
         seen: set[int] = set()
@@ -214,8 +244,30 @@ def _render_answer(answer: Answer) -> None:
             seen.add(c.n)
             section = " > ".join(c.heading_path)
             page = f", p. {c.page}" if c.page else ""
-            out.print(f"[{c.n}] {c.title}{' > ' + section if section else ''}{page} — {c.source}", highlight=False)
-    out.print(f"\n[dim]confidence {answer.confidence:.2f}[/dim]")
+            line = f"[{c.n}] {c.title}{' > ' + section if section else ''}{page} — {c.source}"
+            out.print(line, highlight=False, markup=False)
+    if check is not None:
+        out.print(f"\n[dim]citation check: {check.verdict.replace('_', ' ')}[/dim]")
+        for sentence in check.sentences:
+            if sentence.status != "supported":
+                out.print(f"[yellow]  {sentence.status}:[/yellow] {escape(sentence.text)}", highlight=False)
+    if answer.follow_up_questions:
+        out.print("\n[bold]Follow-up questions[/bold]")
+        for question in answer.follow_up_questions:
+            out.print(f"- {question}", highlight=False, markup=False)
+    tokens = f" · {answer.usage['input_tokens']} in / {answer.usage['output_tokens']} out tokens" if answer.usage else ""
+    out.print(f"\n[dim]confidence {answer.confidence:.2f} · {answer.mode} · {answer.answerer}{tokens}[/dim]")
+
+
+def _print_stream(stream: AnswerStream) -> None:
+    """Print the answer's words as they arrive, then everything that needs the finished answer."""
+    written: list[str] = []
+    for delta in stream:
+        written.append(delta)
+        sys.stdout.write(delta)
+        sys.stdout.flush()
+    sys.stdout.write("\n")
+    _render_answer(stream.answer, "".join(written))
 
 
 @app.command()
@@ -223,15 +275,76 @@ def ask(
     question: Annotated[str, typer.Argument(help="A question in plain words.")],
     collection: CollectionOpt = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="chunks to draw from")] = None,
+    llm: LlmOpt = None,
+    mode: AnswerModeOpt = None,
+    rewrite: Annotated[
+        Optional[bool], typer.Option("--rewrite/--no-rewrite", help="also search LLM-written variations of the question")
+    ] = None,
+    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="print the answer as it is written")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer from the documents, citing each sentence; abstains when they do not say."""
+    options: dict[str, Any] = dict(collection=collection, top_k=top_k, llm=llm, mode=_answer_mode(mode), rewrite=rewrite)
     with _errors(as_json), _open() as kb:
-        answer = kb.ask(question, collection=collection, top_k=top_k)
-    if as_json:
-        _emit_json(answer.to_dict())
-    else:
-        _render_answer(answer)
+        if as_json or not stream:
+            answer = kb.ask(question, **options)
+            if as_json:
+                _emit_json(answer.to_dict())
+            else:
+                _render_answer(answer)
+        else:
+            _print_stream(kb.ask_stream(question, **options))
+
+
+def _questions(interactive: bool) -> Iterator[str]:
+    """Questions typed at a prompt (interactive) or read one per line from stdin; /exit ends."""
+    while True:
+        try:
+            line = input("you> ") if interactive else sys.stdin.readline()
+        except EOFError:
+            return
+        if not interactive and not line:
+            return
+        line = line.strip()
+        if line in ("/exit", "/quit"):
+            return
+        if line:
+            yield line
+
+
+@app.command()
+def chat(
+    session: Annotated[Optional[str], typer.Option("--session", "-s", help="resume this session id")] = None,
+    llm: LlmOpt = None,
+    mode: AnswerModeOpt = None,
+    collection: CollectionOpt = None,
+    list_sessions: Annotated[bool, typer.Option("--list", help="list the chat sessions and exit")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Talk with the documents: follow-up questions build on the earlier ones (kept in the knowledge base)."""
+    with _errors(as_json), _open() as kb:
+        if list_sessions:
+            sessions = kb.store.list_chat_sessions()
+            if as_json:
+                _emit_json({"sessions": [asdict(s) for s in sessions]})
+                return
+            table = Table("id", "title", "messages", "updated")
+            for s in sessions:
+                table.add_row(s.id, s.title, str(s.message_count), s.updated_at)
+            out.print(table)
+            return
+        conversation = kb.chat(session, llm=llm, mode=_answer_mode(mode), collection=collection)
+        interactive = sys.stdin.isatty() and not as_json
+        if not as_json:
+            err.print(f"[dim]session {conversation.id} (resume with --session {conversation.id}); /exit or Ctrl-D to leave[/dim]")
+        for question in _questions(interactive):
+            if as_json:
+                _emit_json({"session_id": conversation.id, **conversation.ask(question).to_dict()})
+                continue
+            try:
+                _print_stream(conversation.ask_stream(question))
+            except SourcebookError as exc:  # one failed turn does not end the conversation
+                err.print(f"[red]error:[/red] {exc}", highlight=False)
 
 
 @app.command("list")

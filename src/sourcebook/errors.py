@@ -89,3 +89,39 @@ class InvalidQueryError(SourcebookError):
     """A search request is malformed (empty query, bad mode, bad filter)."""
 
     code = "invalid_query"
+
+
+class GeneratorError(SourcebookError):
+    """An LLM call failed. Names the provider and model, and what to do."""
+
+    code = "generator_error"
+
+
+class MissingAPIKeyError(GeneratorError):
+    """A hosted provider was chosen but its API key is not set."""
+
+    code = "missing_api_key"
+
+
+class UnknownModelError(GeneratorError):
+    """The provider does not know the model (or the local model file does not exist)."""
+
+    code = "unknown_model"
+
+
+class ProviderUnavailableError(GeneratorError):
+    """The provider kept failing (rate limits, 5xx, timeouts) after every retry and fallback."""
+
+    code = "provider_unavailable"
+
+
+class MalformedResponseError(GeneratorError):
+    """The provider answered with something that is not what its protocol promises."""
+
+    code = "malformed_response"
+
+
+class ChatSessionNotFoundError(StoreError):
+    """No chat session has the given id."""
+
+    code = "chat_session_not_found"

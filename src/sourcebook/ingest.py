@@ -16,7 +16,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
 from .models import Chunk, DocumentStatus, IngestResult, ParsedDocument
 from .settings import Settings
 from .stores.base import Store
+
+if TYPE_CHECKING:
+    from .enrichment import ContextualEnricher
 
 # Chunks accumulated across documents before one embedding pass.
 EMBED_BATCH_CHUNKS = 256
@@ -76,6 +79,8 @@ class Ingestor:
     embedder: Embedder
     settings: Settings
     progress: ProgressHandler | None = None
+    enricher: ContextualEnricher | None = None
+    """Optional LLM-written context per chunk (enrichment.py); None keeps the deterministic prefix."""
     _queue: list[_Pending] = field(default_factory=list)
 
     def _emit(self, kind: str, count: int, result: IngestResult | None = None) -> None:
@@ -130,12 +135,15 @@ class Ingestor:
             if parsed is None:
                 assert raw is not None
                 parsed = parse(raw)
+            reserve = self.enricher.reserve_tokens if self.enricher else 0
             chunks = chunk_document(
                 parsed,
                 self.embedder.count_tokens,
-                min(self.settings.chunk_max_tokens, self.embedder.max_tokens),
+                min(self.settings.chunk_max_tokens, self.embedder.max_tokens) - reserve,
                 self.settings.chunk_overlap,
             )
+            if self.enricher:
+                chunks = self.enricher(parsed, chunks)
         except SourcebookError as exc:
             return self._fail(existing is not None, doc_id, collection, source, exc)
         self.store.upsert_document(

@@ -12,14 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .answering.extractive import ExtractiveAnswerer, ExtractiveConfig
+from .answering.llm import Answerer, AnswerStream, Question
+from .chat import ChatSession
 from .embedders import create_embedder
 from .embedders.base import Embedder
-from .errors import DocumentNotFoundError, InvalidQueryError
+from .enrichment import ContextualEnricher
+from .errors import ConfigurationError, DocumentNotFoundError, InvalidQueryError
+from .generators import Generator, Message, create_llm
 from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
-from .settings import RetrievalMode, Settings
+from .settings import AnswerMode, RetrievalMode, Settings
 from .stores import open_store
 from .stores.base import Store
 
@@ -34,6 +37,7 @@ class KnowledgeBase:
         self.store = store
         self._embedder = embedder
         self._retriever = Retriever(store, lambda: self.embedder)
+        self._generators: dict[str, Generator] = {}
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, **overrides: Any) -> KnowledgeBase:
@@ -67,8 +71,17 @@ class KnowledgeBase:
         A bad source yields a "failed" result and never stops the others.
         """
         items = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        ingestor = Ingestor(self.store, self.embedder, self.settings, progress)
+        ingestor = Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
         return ingestor.add([str(s) for s in items], collection, metadata, format)
+
+    def _enricher(self) -> ContextualEnricher | None:
+        """The contextual enricher when settings.enrich_chunks asks for one (it needs an LLM)."""
+        if not self.settings.enrich_chunks:
+            return None
+        generator = self.generator(self.settings.enrich_llm)
+        if generator is None:
+            raise ConfigurationError("enrich_chunks needs an LLM: set enrich_llm or llm to 'provider:model'")
+        return ContextualEnricher(generator, self.store)
 
     def sync(
         self, directory: str | Path, collection: str = DEFAULT_COLLECTION, *, progress: ProgressHandler | None = None
@@ -160,16 +173,84 @@ class KnowledgeBase:
         document_ids: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
         top_k: int | None = None,
+        llm: str | None = None,
+        mode: AnswerMode | None = None,
+        rewrite: bool | None = None,
     ) -> Answer:
-        """An extractive answer quoting the best sentences, each cited [n]; abstains when nothing fits."""
+        """A cited answer, or an abstention when the documents do not say.
+
+        With an LLM (`llm="provider:model"`, else settings.llm) it writes the answer from numbered
+        sources and every citation is checked; without one the answer quotes the best sentences.
+        `mode` is "retrieval", "full-context" or "auto" (settings.answer_mode); `rewrite` searches
+        LLM-written variations of the question too (settings.query_rewrite).
+        """
+        scope = {"collection": collection, "document_ids": document_ids, "metadata": metadata, "top_k": top_k}
+        return self.answerer(llm).answer(self.question(question, mode=mode, rewrite=rewrite, **scope))
+
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        collection: str | Sequence[str] | None = None,
+        document_ids: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        llm: str | None = None,
+        mode: AnswerMode | None = None,
+        rewrite: bool | None = None,
+    ) -> AnswerStream:
+        """Like `ask`, as an iterator over the answer's text as the LLM writes it; `.answer` at the end."""
+        scope = {"collection": collection, "document_ids": document_ids, "metadata": metadata, "top_k": top_k}
+        return AnswerStream(self.answerer(llm).run(self.question(question, mode=mode, rewrite=rewrite, **scope), stream=True))
+
+    def question(
+        self,
+        text: str,
+        *,
+        query: str | None = None,
+        mode: AnswerMode | None = None,
+        rewrite: bool | None = None,
+        history: Sequence[Message] = (),
+        collection: str | Sequence[str] | None = None,
+        document_ids: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        top_k: int | None = None,
+    ) -> Question:
+        """A `Question` with the settings' defaults filled in (what `ask` and chat sessions answer)."""
+        if not text.strip():
+            raise InvalidQueryError("the question is empty")
         options = self._options(
             mode="hybrid", top_k=top_k or self.settings.answer_sources, collection=collection,
             document_ids=document_ids, metadata=metadata, per_document=2,
         )
-        question_vector = self.embedder.embed_query(question)
-        hits = self._retriever.search(question, options, question_vector)
-        config = ExtractiveConfig(min_score=self.settings.answer_min_score, max_sentences=self.settings.answer_sentences)
-        return ExtractiveAnswerer(self.embedder, config).answer(question, hits, question_vector)
+        return Question(
+            text, query or text, options, mode or self.settings.answer_mode,
+            self.settings.query_rewrite if rewrite is None else rewrite, tuple(history),
+        )
+
+    def answerer(self, llm: str | None = None) -> Answerer:
+        """The answerer for `llm` ("provider:model"), else settings.llm; extractive when neither is set."""
+        return Answerer(self.store, self._retriever, self.embedder, self.settings, self.generator(llm))
+
+    def generator(self, llm: str | None = None) -> Generator | None:
+        """The LLM `llm` (else settings.llm) names, built once per knowledge base; None when none is set."""
+        spec = llm or self.settings.llm
+        if spec is None:
+            return None
+        if spec not in self._generators:
+            self._generators[spec] = create_llm(self.settings, spec)  # type: ignore[assignment]
+        return self._generators[spec]
+
+    def chat(
+        self,
+        session_id: str | None = None,
+        *,
+        llm: str | None = None,
+        mode: AnswerMode | None = None,
+        collection: str | Sequence[str] | None = None,
+    ) -> ChatSession:
+        """A persistent conversation: a new session, or the one `session_id` names."""
+        return ChatSession.open(self, session_id, llm=llm, mode=mode, collection=collection)
 
     # Lifecycle -----------------------------------------------------------
     def close(self) -> None:

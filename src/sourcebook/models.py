@@ -206,11 +206,48 @@ class Citation:
     title: str
     heading_path: tuple[str, ...]
     page: int | None
+    supported: bool | None = None
+    """The citation check's verdict on this quote; None where nothing was checked (verbatim extractive quotes)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["heading_path"] = list(self.heading_path)
         return data
+
+
+SentenceStatus = Literal["supported", "unsupported", "uncited"]
+Verdict = Literal["supported", "partially_supported", "unsupported", "no_claims"]
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """One sentence of an LLM answer as the citation check saw it."""
+
+    text: str
+    cited: tuple[int, ...]
+    supported_by: tuple[int, ...]
+    support: float
+    status: SentenceStatus
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "cited": list(self.cited), "supported_by": list(self.supported_by),
+                "support": round(self.support, 4), "status": self.status}
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    """The citation check's verdict on a whole answer (see answering/citations.py)."""
+
+    verdict: Verdict
+    supported_ratio: float
+    """Supported sentences / all sentences, cited or not."""
+    removed: tuple[int, ...]
+    """Citation numbers that named no source and were removed from the text."""
+    sentences: tuple[SentenceCheck, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "supported_ratio": round(self.supported_ratio, 4),
+                "removed_citations": list(self.removed), "sentences": [s.to_dict() for s in self.sentences]}
 
 
 @dataclass(frozen=True)
@@ -223,6 +260,17 @@ class Answer:
     citations: tuple[Citation, ...]
     confidence: float
     hits: tuple[Hit, ...] = ()
+    mode: Literal["retrieval", "full-context"] = "retrieval"
+    """How the sources were chosen: the top retrieved chunks, or the whole documents in scope."""
+    queries: tuple[str, ...] = ()
+    """The queries actually searched (the question, a chat follow-up made standalone, rewrites)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """LLM calls: per call provider, model, tokens, latency and attempts, plus totals; empty offline."""
+    follow_up_questions: tuple[str, ...] = ()
+    citation_check: CitationCheck | None = None
+    """None for extractive answers, whose quotes are verbatim."""
+    answerer: str = "extractive"
+    """"extractive", or the "provider:model" that wrote the answer."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -231,6 +279,12 @@ class Answer:
             "abstained": self.abstained,
             "citations": [c.to_dict() for c in self.citations],
             "confidence": self.confidence,
+            "mode": self.mode,
+            "queries": list(self.queries),
+            "usage": self.usage,
+            "follow_up_questions": list(self.follow_up_questions),
+            "citation_check": None if self.citation_check is None else self.citation_check.to_dict(),
+            "answerer": self.answerer,
         }
 
 

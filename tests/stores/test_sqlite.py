@@ -117,20 +117,27 @@ def test_closed_store_raises(store: SQLiteStore) -> None:
 
 
 # The keyword index ---------------------------------------------------------------------------
-def fts_rowids(db_path: Path, term: str | None = None) -> list[int]:
-    where = f" WHERE chunks_fts MATCH '\"{term}\"'" if term else ""
-    return sorted(row[0] for row in raw(db_path, f"SELECT rowid FROM chunks_fts{where}"))
+def term_rows(db_path: Path, term: str | None = None) -> list[int]:
+    """Chunk seqs with stored term counts (containing `term`, when given)."""
+    rows = raw(db_path, "SELECT chunk_seq, term_ids FROM chunk_terms")
+    if term is None:
+        return sorted(seq for seq, _ in rows)
+    found = raw(db_path, f"SELECT id FROM terms WHERE term = '{term}'")
+    if not found:
+        return []
+    wanted = found[0][0]
+    return sorted(seq for seq, blob in rows if wanted in np.frombuffer(blob, dtype=np.int32))
 
 
 def test_keyword_rows_follow_chunks_exactly(store: SQLiteStore, db_path: Path) -> None:
     put(store, "d1", ["alpha", "beta", "gamma"])
     put(store, "d2", ["delta"])
     put(store, "d1", ["epsilon"])
-    assert fts_rowids(db_path) == sorted(row[0] for row in raw(db_path, "SELECT seq FROM chunks"))
+    assert term_rows(db_path) == sorted(row[0] for row in raw(db_path, "SELECT seq FROM chunks"))
     store.delete_document("d2")
-    assert len(fts_rowids(db_path)) == 1
-    assert fts_rowids(db_path, "gamma") == fts_rowids(db_path, "delta") == []
-    raw(db_path, "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+    assert len(term_rows(db_path)) == 1
+    assert term_rows(db_path, "gamma") == term_rows(db_path, "delta") == []
+    assert store.keyword_search("gamma delta", 5, EVERYTHING) == []
 
 
 def test_renamed_document_leaves_no_old_title_in_the_index(store: SQLiteStore, db_path: Path) -> None:
@@ -138,8 +145,32 @@ def test_renamed_document_leaves_no_old_title_in_the_index(store: SQLiteStore, d
     store.upsert_document("d1", collection="docs", source="d1", title="Badger", media_type="text/plain",
                           metadata={}, status=DocumentStatus.PROCESSING)
     put(store, "d1", ["body text"], title="Badger")
-    assert fts_rowids(db_path, "aardvark") == []
+    assert term_rows(db_path, "aardvark") == []
+    assert store.keyword_search("aardvark", 5, EVERYTHING) == []
     assert [r.chunk_id for r in store.keyword_search("badger", 5, EVERYTHING)] == ["d1#0"]
+
+
+def test_version_one_database_is_migrated_with_its_keyword_index(tmp_path: Path) -> None:
+    """A file written by schema 1 (FTS5) gains stored term counts for its existing chunks."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for statement in sqlite_store.MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    now = "2026-01-01T00:00:00+00:00"
+    conn.execute("INSERT INTO collections VALUES ('docs', 'm', 2, ?)", (now,))
+    conn.execute(
+        "INSERT INTO documents (id, collection, source, title, media_type, status, chunk_count, metadata, created_at, updated_at)"
+        " VALUES ('d1', 'docs', 'd1', 'Zebra facts', 'text/plain', 'ready', 1, '{}', ?, ?)", (now, now))
+    conn.execute(
+        "INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page, token_count, content_hash, start, \"end\")"
+        " VALUES ('d1#0', 'd1', 0, 'Stripes confuse flies.', '', '[]', NULL, 4, 'h', 0, 22)")
+    conn.execute("INSERT INTO vectors VALUES (1, ?)", (np.array([1, 0], dtype=np.float32).tobytes(),))
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path) as store:
+        assert [r.chunk_id for r in store.keyword_search("zebra stripes", 5, EVERYTHING)] == ["d1#0"]
+    assert raw(path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
 
 
 def test_failure_after_the_old_rows_are_gone_rolls_back(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,9 +1,10 @@
 """Embedders: the protocol, the local default, and a registry keyed by name.
 
 `create_embedder(settings)` picks the implementation. A plain model spec
-("all-MiniLM-L6-v2", a folder path) is served by `LocalEmbedder`; third parties
-register more through the entry-point group "sourcebook.embedders" (a callable
-taking Settings, returning an Embedder), selected with "name:model".
+("all-MiniLM-L6-v2", a folder path) is served by `LocalEmbedder`; "openai:<model>" and
+"gemini:<model>" by the hosted embedders (hosted.py); third parties register more through
+the entry-point group "sourcebook.embedders" (a callable taking Settings, returning an
+Embedder), selected with "name:model".
 """
 
 from __future__ import annotations
@@ -19,8 +20,22 @@ from .local import LocalEmbedder
 EmbedderFactory = Callable[[Settings], Embedder]
 
 
+def _hosted(name: str) -> EmbedderFactory:
+    """A built-in hosted embedder's factory, importing its SDK only when chosen."""
+
+    def factory(settings: Settings) -> Embedder:
+        from . import hosted
+
+        return getattr(hosted, f"{name}_embedder")(settings)  # type: ignore[no-any-return]
+
+    return factory
+
+
+HOSTED: dict[str, EmbedderFactory] = {"openai": _hosted("openai"), "gemini": _hosted("gemini")}
+
+
 def _plugin_factories() -> dict[str, EmbedderFactory]:
-    return {ep.name: ep.load() for ep in entry_points(group="sourcebook.embedders")}
+    return HOSTED | {ep.name: ep.load() for ep in entry_points(group="sourcebook.embedders")}
 
 
 def create_embedder(settings: Settings) -> Embedder:

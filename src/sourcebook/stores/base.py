@@ -25,6 +25,26 @@ class CollectionInfo:
     chunk_count: int
 
 
+@dataclass(frozen=True)
+class ChatSessionRecord:
+    id: str
+    title: str
+    created_at: str
+    updated_at: str
+    message_count: int
+
+
+@dataclass(frozen=True)
+class ChatMessageRecord:
+    """One turn of a chat session; `data` is the assistant's full answer (Answer.to_dict())."""
+
+    session_id: str
+    role: str
+    content: str
+    data: dict[str, Any] | None
+    created_at: str
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistent documents, chunks, vectors and keyword index."""
@@ -101,6 +121,31 @@ class Store(Protocol):
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
         """Cosine similarity of `vector` (normalised) against the chunks passing `filters`."""
+
+    # Chat sessions -------------------------------------------------------
+    def create_chat_session(self, session_id: str, title: str) -> None:
+        """Create an empty session. Raises StoreError when the id is taken."""
+
+    def get_chat_session(self, session_id: str) -> ChatSessionRecord | None: ...
+
+    def list_chat_sessions(self) -> list[ChatSessionRecord]:
+        """Most recently updated first."""
+
+    def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None:
+        """Append a turn ("user" or "assistant"). Raises ChatSessionNotFoundError for an unknown session."""
+
+    def chat_messages(self, session_id: str) -> list[ChatMessageRecord]:
+        """The session's turns in order. Raises ChatSessionNotFoundError for an unknown session."""
+
+    def delete_chat_session(self, session_id: str) -> None:
+        """Remove the session and its turns. Raises ChatSessionNotFoundError for an unknown session."""
+
+    # Contextual enrichment cache ----------------------------------------
+    def get_chunk_contexts(self, chunk_hashes: Sequence[str], generator: str) -> dict[str, str]:
+        """Situating sentences `generator` wrote earlier, by the content hash of the plain chunk."""
+
+    def put_chunk_contexts(self, contexts: dict[str, str], generator: str) -> None:
+        """Remember situating sentences (chunk hash -> sentence) so re-ingestion does not pay twice."""
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:

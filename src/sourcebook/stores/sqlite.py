@@ -8,31 +8,31 @@ Design choices, and why:
 * Every write is one ``BEGIN IMMEDIATE`` transaction: readers see the old chunks or the
   new ones, never a mix, and a failure rolls back to the old state.
 * ``chunks`` has an INTEGER PRIMARY KEY ``seq`` besides its text ``id``
-  (``"<document_id>#<position>"``): FTS5 rows are keyed by integer rowid, and a declared
-  integer key survives VACUUM (an implicit rowid may not). AUTOINCREMENT keeps a deleted
-  chunk's ``seq`` from ever being reused, so no keyword row can point at a newer chunk.
+  (``"<document_id>#<position>"``): vectors and term counts are keyed by it, and a
+  declared integer key survives VACUUM (an implicit rowid may not). AUTOINCREMENT keeps
+  a deleted chunk's ``seq`` from ever being reused.
 * Vectors live in their own table keyed by ``seq``: loading the in-memory search matrix
   reads one compact table of blobs, and a vector can be rewritten (re-embedding) without
   touching the chunk row.
-* The keyword index is a *contentless* FTS5 table (the text already lives in ``chunks``,
-  so the index does not store it twice). Contentless deletes must repeat the exact
-  indexed values, so ``documents.keyword_title`` remembers the title the index holds
-  even after ``upsert_document`` renames the document.
+* Keyword search: each chunk's analysed term counts (title, heading path and text) are
+  stored in ``chunk_terms`` in the chunk's own transaction, and searched from an
+  in-memory inverted index (stores/keyword_index.py, which says why not FTS5).
 * Searches do not filter on document status: chunks exist only once a document was
   ready, and `Store.upsert_document` promises that a document being re-processed (or
   whose re-processing failed) stays searchable with its old chunks.
 * Vector search is exact, with numpy over a matrix cached in memory. A ``generation``
-  counter in ``meta``, bumped by every transaction that changes chunks, tells the cache
-  (cheaply, one SELECT per search) when to reload, also after another process's writes.
+  counter in ``meta``, bumped by every transaction that changes chunks, tells both
+  in-memory indexes (cheaply, one SELECT per search) when to reload, also after another
+  process's writes.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -42,6 +42,7 @@ from typing import Any, Self
 import numpy as np
 
 from ..errors import (
+    ChatSessionNotFoundError,
     DocumentNotFoundError,
     EmbeddingModelMismatchError,
     InvalidQueryError,
@@ -55,14 +56,14 @@ from ..models import (
     SearchFilter,
     StoredChunk,
 )
-from ..stopwords import STOPWORDS
-from .base import CollectionInfo
+from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
+from .keyword_index import KeywordIndex, term_counts
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
 BATCH_SIZE = 500  # parameters per IN (...) query, well under SQLite's limit
-_TERM = re.compile(r"\w+")
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+# A step is SQL, or a function for what SQL alone cannot do (backfilling derived rows).
+MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] = (
     # 1: initial schema
     (
         f"PRAGMA application_id = {APPLICATION_ID}",
@@ -112,6 +113,40 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             content = '',
             tokenize = 'porter unicode61 remove_diacritics 2')""",
     ),
+    # 2: chat sessions; the contextual-enrichment cache (situating sentences by chunk hash)
+    (
+        """CREATE TABLE chat_sessions (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL)""",
+        """CREATE TABLE chat_messages (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES chat_sessions (id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content TEXT NOT NULL,
+            data TEXT CHECK (data IS NULL OR json_valid(data)),
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX chat_messages_session ON chat_messages (session_id, seq)",
+        """CREATE TABLE chunk_contexts (
+            chunk_hash TEXT NOT NULL,
+            generator TEXT NOT NULL,
+            context TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (chunk_hash, generator))""",
+    ),
+    # 3: keyword search from stored term counts (stores/keyword_index.py) instead of FTS5
+    (
+        "CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE)",
+        """CREATE TABLE chunk_terms (
+            chunk_seq INTEGER PRIMARY KEY REFERENCES chunks (seq) ON DELETE CASCADE,
+            length INTEGER NOT NULL,
+            term_ids BLOB NOT NULL,
+            counts BLOB NOT NULL)""",
+        lambda conn: _index_terms(conn, [row[0] for row in conn.execute("SELECT seq FROM chunks")]),
+        "DROP TABLE chunks_fts",
+        "ALTER TABLE documents DROP COLUMN keyword_title",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -121,18 +156,6 @@ _DOCUMENT_COLUMNS = (
 )
 # BM25's top k is taken inside the FTS query, before any join: joining every match
 # (a query with common words matches most chunks) costs more than scoring them.
-_KEYWORD_SQL = """
-    SELECT c.id, top.score FROM (
-        SELECT rowid, -bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts
-        WHERE chunks_fts MATCH ? {restriction}
-        ORDER BY score DESC LIMIT ?
-    ) AS top JOIN chunks c ON c.seq = top.rowid
-    ORDER BY top.score DESC, c.seq"""
-# "+rowid" keeps SQLite from handing the list to FTS5 as one lookup per chunk: the FTS
-# scan checks each match against the set instead, and bm25 runs only for those in it.
-_KEYWORD_RESTRICTION = (
-    "AND +rowid IN (SELECT seq FROM chunks WHERE document_id IN (SELECT value FROM json_each(?)))"
-)
 _STORED_CHUNK_SELECT = (
     "SELECT c.id, c.document_id, d.collection, d.source, d.title, c.position, c.text, "
     "c.heading_path, c.page, c.prefix FROM chunks c JOIN documents d ON d.id = c.document_id"
@@ -160,25 +183,12 @@ class _VectorIndex:
 class SQLiteStore:
     """The `Store` protocol on one SQLite file (see the module docstring for the design)."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        title_weight: float = 1.0,
-        section_weight: float = 1.0,
-        body_weight: float = 1.0,
-    ) -> None:
-        """Open (creating and migrating if needed) the database at `path`.
-
-        The weights scale BM25 per keyword-index column (title, heading path, chunk text).
-        """
-        weights = (title_weight, section_weight, body_weight)
-        if any(not np.isfinite(w) or w < 0 for w in weights):
-            raise ValueError(f"BM25 column weights must be finite and >= 0, got {weights}")
+    def __init__(self, path: str | Path) -> None:
+        """Open (creating and migrating if needed) the database at `path`."""
         self.path = str(path)
-        self._weights = tuple(float(w) for w in weights)
         self._lock = threading.Lock()
         self._index: _VectorIndex | None = None
+        self._keywords: KeywordIndex | None = None
         self._conn: sqlite3.Connection | None = _open(self.path)
 
     # Connection and transactions ------------------------------------------
@@ -188,6 +198,7 @@ class SQLiteStore:
                 self._conn.close()
             self._conn = None
             self._index = None
+            self._keywords = None
 
     def __enter__(self) -> Self:
         return self
@@ -335,8 +346,8 @@ class SQLiteStore:
             _insert_chunk_rows(conn, document_id, title, chunks, vectors)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, content_hash = ?,
-                          title = ?, keyword_title = ?, updated_at = ? WHERE id = ?""",
-                (len(chunks), content_hash, title, title, _now(), document_id),
+                          title = ?, updated_at = ? WHERE id = ?""",
+                (len(chunks), content_hash, title, _now(), document_id),
             )
             _bump_generation(conn)
 
@@ -381,21 +392,19 @@ class SQLiteStore:
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """BM25 over title, heading path and text (what a chunk's prefix + text hold).
 
-        Every word of the query is quoted (so FTS5 syntax in user input is inert) and the
-        terms are OR-ed: a chunk matching any term is a candidate, BM25 ranks them.
+        Terms are OR-ed: a chunk sharing any term with the query is a candidate.
+        The numpy work runs outside the lock.
         """
         _check_k(k)
-        match = _fts_query(query)
         with self._read() as conn:
+            generation = _generation(conn)
+            if self._keywords is None or self._keywords.generation != generation:
+                self._keywords = _load_keyword_index(conn, generation)
+            index = self._keywords
             allowed = _allowed_documents(conn, filters)
-            if match is None or allowed == []:
-                return []
-            restriction = "" if allowed is None else _KEYWORD_RESTRICTION
-            extra = () if allowed is None else (json.dumps(allowed),)
-            rows = conn.execute(
-                _KEYWORD_SQL.format(restriction=restriction), (*self._weights, match, *extra, k)
-            ).fetchall()
-        return [ScoredId(chunk_id, rank, float(score)) for rank, (chunk_id, score) in enumerate(rows, 1)]
+        if allowed == []:
+            return []
+        return [ScoredId(chunk_id, rank, score) for rank, (chunk_id, score) in enumerate(index.search(query, k, allowed), 1)]
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
         """Exact dot products against the cached matrix; the numpy work runs outside the lock."""
@@ -423,6 +432,82 @@ class SQLiteStore:
         if self._index is None or self._index.generation != generation:
             self._index = _load_index(conn, generation)
         return self._index
+
+    # Chat sessions -------------------------------------------------------
+    def create_chat_session(self, session_id: str, title: str) -> None:
+        now = _now()
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM chat_sessions WHERE id = ?", (session_id,)).fetchone():
+                raise StoreError(f"a chat session with id {session_id!r} exists already; open it or pick another id")
+            conn.execute(
+                "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (session_id, title, now, now),
+            )
+
+    def get_chat_session(self, session_id: str) -> ChatSessionRecord | None:
+        sessions = self._chat_sessions("WHERE s.id = ?", (session_id,))
+        return sessions[0] if sessions else None
+
+    def list_chat_sessions(self) -> list[ChatSessionRecord]:
+        return self._chat_sessions("", ())
+
+    def _chat_sessions(self, where: str, params: tuple[Any, ...]) -> list[ChatSessionRecord]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"""SELECT s.id, s.title, s.created_at, s.updated_at, count(m.seq)
+                    FROM chat_sessions s LEFT JOIN chat_messages m ON m.session_id = s.id {where}
+                    GROUP BY s.id ORDER BY s.updated_at DESC, s.id""",
+                params,
+            ).fetchall()
+        return [ChatSessionRecord(*row) for row in rows]
+
+    def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None:
+        now = _now()
+        with self._write() as conn:
+            if not conn.execute("UPDATE chat_sessions SET updated_at = ? WHERE id = ?", (now, session_id)).rowcount:
+                raise _no_session(session_id)
+            conn.execute(
+                "INSERT INTO chat_messages (session_id, role, content, data, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, role, content, None if data is None else json.dumps(data, default=str), now),
+            )
+
+    def chat_messages(self, session_id: str) -> list[ChatMessageRecord]:
+        with self._read() as conn:
+            if conn.execute("SELECT 1 FROM chat_sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise _no_session(session_id)
+            rows = conn.execute(
+                "SELECT session_id, role, content, data, created_at FROM chat_messages WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [ChatMessageRecord(sid, role, content, None if data is None else json.loads(data), created)
+                for sid, role, content, data, created in rows]
+
+    def delete_chat_session(self, session_id: str) -> None:
+        with self._write() as conn:
+            if not conn.execute("DELETE FROM chat_sessions WHERE id = ?", (session_id,)).rowcount:
+                raise _no_session(session_id)
+
+    # Contextual enrichment cache ----------------------------------------
+    def get_chunk_contexts(self, chunk_hashes: Sequence[str], generator: str) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._read() as conn:
+            for batch in _batched(list(dict.fromkeys(chunk_hashes)), BATCH_SIZE):
+                rows = conn.execute(
+                    f"""SELECT chunk_hash, context FROM chunk_contexts
+                        WHERE generator = ? AND chunk_hash IN ({_placeholders(batch)})""",
+                    (generator, *batch),
+                )
+                found.update(rows)
+        return found
+
+    def put_chunk_contexts(self, contexts: dict[str, str], generator: str) -> None:
+        now = _now()
+        with self._write() as conn:
+            conn.executemany(
+                """INSERT INTO chunk_contexts (chunk_hash, generator, context, created_at) VALUES (?, ?, ?, ?)
+                   ON CONFLICT (chunk_hash, generator) DO UPDATE SET context = excluded.context""",
+                [(h, generator, context, now) for h, context in contexts.items()],
+            )
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -495,7 +580,10 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
             # Re-read under the write lock: another process may have migrated meanwhile.
             if _user_version(conn) < version:
                 for statement in statements:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -531,17 +619,7 @@ def _document_dimension(conn: sqlite3.Connection, document_id: str) -> int:
 
 
 def _delete_chunk_rows(conn: sqlite3.Connection, document_id: str) -> None:
-    """Remove the document's keyword rows (repeating the indexed values, as contentless FTS5
-    requires), then its chunks; vectors go by cascade."""
-    rows = conn.execute(
-        """SELECT c.seq, d.keyword_title, c.heading_path, c.text
-           FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id = ?""",
-        (document_id,),
-    ).fetchall()
-    conn.executemany(
-        "INSERT INTO chunks_fts (chunks_fts, rowid, title, section, body) VALUES ('delete', ?, ?, ?, ?)",
-        [(seq, title, _section(tuple(json.loads(path))), text) for seq, title, path, text in rows],
-    )
+    """Remove the document's chunks; their vectors and term counts go by cascade."""
     conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
 
 
@@ -564,10 +642,50 @@ def _insert_chunk_rows(
         "INSERT INTO vectors (chunk_seq, vector) VALUES (?, ?)",
         [(seqs[c.position], contiguous[i].tobytes()) for i, c in enumerate(chunks)],
     )
+    _index_terms(conn, list(seqs.values()))
+
+
+def _index_terms(conn: sqlite3.Connection, seqs: Sequence[int]) -> None:
+    """Store the analysed term counts of these chunks (their title, heading path and text)."""
+    rows: list[tuple[int, Counter[str], int]] = []
+    for batch in _batched(list(seqs), BATCH_SIZE):
+        found = conn.execute(
+            f"""SELECT c.seq, d.title, c.heading_path, c.text FROM chunks c
+                JOIN documents d ON d.id = c.document_id WHERE c.seq IN ({_placeholders(batch)})""",
+            batch,
+        )
+        for seq, doc_title, path, text in found:
+            counts, length = term_counts(f"{doc_title}\n{_section(tuple(json.loads(path)))}\n{text}")
+            rows.append((seq, counts, length))
+    vocabulary = _term_ids(conn, {term for _, counts, _ in rows for term in counts})
     conn.executemany(
-        "INSERT INTO chunks_fts (rowid, title, section, body) VALUES (?, ?, ?, ?)",
-        [(seqs[c.position], title, _section(c.heading_path), c.text) for c in chunks],
+        "INSERT INTO chunk_terms (chunk_seq, length, term_ids, counts) VALUES (?, ?, ?, ?)",
+        [
+            (seq, length, np.array([vocabulary[t] for t in counts], dtype=np.int32).tobytes(),
+             np.array(list(counts.values()), dtype=np.int32).tobytes())
+            for seq, counts, length in rows
+        ],
     )
+
+
+def _term_ids(conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
+    """Ids of `terms` in the vocabulary table, adding the new ones."""
+    conn.executemany("INSERT OR IGNORE INTO terms (term) VALUES (?)", [(t,) for t in terms])
+    ids: dict[str, int] = {}
+    for batch in _batched(sorted(terms), BATCH_SIZE):
+        ids.update(conn.execute(f"SELECT term, id FROM terms WHERE term IN ({_placeholders(batch)})", batch))
+    return ids
+
+
+def _load_keyword_index(conn: sqlite3.Connection, generation: int) -> KeywordIndex:
+    """Read the vocabulary and every chunk's term counts (inside the read transaction that
+    read `generation`, so the snapshot and its number agree)."""
+    vocabulary = dict(conn.execute("SELECT term, id FROM terms"))
+    rows = conn.execute(
+        """SELECT c.id, c.document_id, t.length, t.term_ids, t.counts
+           FROM chunk_terms t JOIN chunks c ON c.seq = t.chunk_seq"""
+    )
+    return KeywordIndex.build(generation, vocabulary, rows)
 
 
 def _bump_generation(conn: sqlite3.Connection) -> None:
@@ -595,16 +713,6 @@ def _require_free_source(conn: sqlite3.Connection, document_id: str, collection:
 
 
 # Searching -------------------------------------------------------------------------
-def _fts_query(query: str) -> str | None:
-    """The FTS5 MATCH expression for a user query: each word quoted, OR-ed; None if no words.
-
-    Stopwords are dropped unless the query has nothing else ("to be or not to be").
-    """
-    terms = list(dict.fromkeys(term.lower() for term in _TERM.findall(query)))
-    content = [term for term in terms if term not in STOPWORDS] or terms
-    return " OR ".join(f'"{term}"' for term in content) or None
-
-
 def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
     """A WHERE condition on `documents d` for the filters (one place, so both searches agree)."""
     conditions: list[str] = []
@@ -767,6 +875,10 @@ def _stored_chunk(row: tuple[Any, ...]) -> StoredChunk:
         id=id_, document_id=document_id, collection=collection, source=source, title=title,
         position=position, text=text, heading_path=tuple(json.loads(heading_path)), page=page, prefix=prefix,
     )
+
+
+def _no_session(session_id: str) -> ChatSessionNotFoundError:
+    return ChatSessionNotFoundError(f"no chat session with id {session_id!r}; list the sessions to find its id")
 
 
 def _not_found(document_id: str) -> DocumentNotFoundError:

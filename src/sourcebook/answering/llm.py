@@ -1,0 +1,234 @@
+"""From a question to a checked `Answer`: retrieval, the relevance gate, sources, the LLM, the check.
+
+    question -> hybrid retrieval (+ rewritten queries, RRF-fused, when enabled)
+             -> extractive scoring of the retrieved sentences: below answer_min_score the answer
+                abstains here and no LLM is called; with no LLM configured this is the answer
+             -> sources: the top chunks ("retrieval"), or every chunk of the documents in scope
+                when they fit the budget ("full-context"; "auto" picks)
+             -> numbered-sources prompt -> LLM (streamed or not)
+             -> citation check -> follow-up questions -> confidence -> Answer
+
+`run` yields the answer's text deltas as the LLM writes them, then the finished `Answer`;
+`AnswerStream` is the iterator the API hands out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..embedders.base import Embedder
+from ..errors import ConfigurationError, InvalidQueryError
+from ..generators import Generation, Generator, Message
+from ..models import Answer, Hit
+from ..retrieval import Retriever, SearchOptions
+from ..settings import AnswerMode, Settings
+from ..stores.base import Store
+from .citations import CitationChecker, cited_numbers
+from .confidence import answer_confidence
+from .extractive import ExtractiveAnswerer, ExtractiveConfig
+from .followups import llm_follow_ups, offline_follow_ups
+from .fullcontext import full_context_sources
+from .prompts import REFUSAL, Source, answer_request, is_refusal
+from .rewrite import rewrite_question, search_rewritten
+
+# Conservative characters per token when a local model's context bounds the full-context budget.
+CHARS_PER_TOKEN = 3
+# Room left in a local model's context for the prompt's instructions and the answer.
+RESERVED_TOKENS = 1500
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question to answer and everything that shapes the answer."""
+
+    text: str
+    """As the user asked it (shown to the LLM, with `history`)."""
+    query: str
+    """What is searched: `text`, or a chat follow-up rewritten to stand alone."""
+    options: SearchOptions
+    mode: AnswerMode
+    rewrite: bool = False
+    history: tuple[Message, ...] = ()
+
+
+class UsageLog:
+    """The LLM calls behind one answer: per call, and totals."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def add(self, purpose: str, generation: Generation | None, error: str | None = None) -> None:
+        if generation is not None:
+            self.calls.append(generation.record(purpose))
+        elif error is not None:
+            self.calls.append({"purpose": purpose, "error": error})
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.calls:
+            return {}
+        total = {key: sum(call.get(key, 0) for call in self.calls) for key in ("input_tokens", "output_tokens", "latency_ms")}
+        total["latency_ms"] = round(total["latency_ms"], 1)
+        return {"calls": self.calls, **total}
+
+
+class Answerer:
+    """Answers questions over one store; with `generator` None, answers are extractive."""
+
+    def __init__(
+        self, store: Store, retriever: Retriever, embedder: Embedder, settings: Settings, generator: Generator | None
+    ) -> None:
+        self._store = store
+        self._retriever = retriever
+        self._embedder = embedder
+        self._settings = settings
+        self._generator = generator
+
+    def answer(self, question: Question, usage: UsageLog | None = None) -> Answer:
+        *_, last = self.run(question, stream=False, usage=usage)
+        assert isinstance(last, Answer)
+        return last
+
+    def run(self, question: Question, *, stream: bool, usage: UsageLog | None = None) -> Iterator[str | Answer]:
+        usage = usage or UsageLog()
+        if self._generator is None and question.mode == "full-context":
+            raise ConfigurationError("full-context mode needs an LLM: pass --llm provider:model or set SOURCEBOOK_LLM")
+        vector = self._embedder.embed_query(question.query)
+        hits = self._retriever.search(question.query, question.options, vector)
+        gate = self._extractive(question.query, hits, vector)
+        if self._generator is None or gate.abstained:  # nothing relevant: no LLM call is made
+            offline = replace(
+                gate, question=question.text, queries=(question.query,), usage=usage.to_dict(),
+                follow_up_questions=offline_follow_ups((h.chunk for h in hits), {c.chunk_id for c in gate.citations}),
+                answerer=gate.answerer if self._generator is None else self._generator.spec,
+            )
+            if stream:
+                yield offline.answer
+            yield offline
+            return
+        yield from self._generate(question, hits, gate.confidence, usage, stream, self._generator)
+
+    def _extractive(self, query: str, hits: list[Hit], vector: np.ndarray) -> Answer:
+        config = ExtractiveConfig(min_score=self._settings.answer_min_score, max_sentences=self._settings.answer_sentences)
+        return ExtractiveAnswerer(self._embedder, config).answer(query, hits, vector)
+
+    def _generate(
+        self, question: Question, hits: list[Hit], retrieval: float, usage: UsageLog, stream: bool, generator: Generator
+    ) -> Iterator[str | Answer]:
+        queries = [question.query]
+        if question.rewrite:
+            hits, extra = self._rewrite(question, hits, usage, generator)
+            queries += extra
+        mode, sources = self._sources(question, hits, generator)
+        request = answer_request(
+            question.text, sources, question.history,
+            max_tokens=self._settings.llm_max_tokens, temperature=self._settings.llm_temperature,
+        )
+        generation: Generation | None = None
+        if stream:
+            for event in generator.stream(request):
+                if isinstance(event, Generation):
+                    generation = event
+                else:
+                    yield event
+        else:
+            generation = generator.generate(request)
+        assert generation is not None
+        usage.add("answer", generation)
+        yield self._finish(question, hits, sources, generation, retrieval, mode, queries, usage, generator)
+
+    def _rewrite(
+        self, question: Question, hits: list[Hit], usage: UsageLog, generator: Generator
+    ) -> tuple[list[Hit], list[str]]:
+        rewrite = rewrite_question(generator, question.query)
+        usage.add("rewrite", rewrite.generation, rewrite.error)
+        options = question.options
+        keyword_options = replace(options, mode="keyword")
+        return search_rewritten(
+            rewrite, hits,
+            lambda q: self._retriever.search(q, options),
+            lambda q: self._retriever.search(q, keyword_options),
+            top_k=options.top_k, per_document=options.per_document, rrf_k=options.rrf_k,
+        )
+
+    def _sources(self, question: Question, hits: list[Hit], generator: Generator) -> tuple[str, list[Source]]:
+        if question.mode != "retrieval":
+            budget = self._settings.full_context_max_chars
+            context = getattr(generator, "context_tokens", None)
+            if context:
+                budget = min(budget, (context - RESERVED_TOKENS) * CHARS_PER_TOKEN)
+            whole = full_context_sources(self._store, question.options.filters, budget)
+            if whole is not None:
+                return "full-context", whole
+            if question.mode == "full-context":
+                raise InvalidQueryError(
+                    f"the documents in scope exceed the full-context budget ({budget} characters): narrow the scope "
+                    f"(collection, document ids, metadata), raise full_context_max_chars, or use mode 'retrieval'"
+                )
+        return "retrieval", [Source(i, hit.chunk, hit.chunk.text) for i, hit in enumerate(hits, 1)]
+
+    def _finish(
+        self, question: Question, hits: list[Hit], sources: list[Source], generation: Generation,
+        retrieval: float, mode: str, queries: list[str], usage: UsageLog, generator: Generator,
+    ) -> Answer:
+        text = generation.text.strip()
+        abstained = not text or (is_refusal(text) and not cited_numbers(text))
+        base = Answer(
+            question=question.text, answer=text or REFUSAL, abstained=abstained, citations=(), confidence=0.0,
+            hits=tuple(hits), mode=mode, queries=tuple(queries),  # type: ignore[arg-type]
+            answerer=f"{generation.provider}:{generation.model}",
+        )
+        if abstained:
+            follow_ups = offline_follow_ups((h.chunk for h in hits), set())
+            return replace(base, confidence=answer_confidence(retrieval, None, True), usage=usage.to_dict(),
+                           follow_up_questions=follow_ups)
+        checked = CitationChecker(self._embedder, self._settings.citation_min_support).check(text, sources)
+        cited_ids = {c.chunk_id for c in checked.citations}
+        follow_ups = self._follow_ups(question, checked.text, sources, cited_ids, usage, generator)
+        return replace(
+            base, answer=checked.text, citations=checked.citations, citation_check=checked.check,
+            confidence=answer_confidence(retrieval, checked.check, False), usage=usage.to_dict(),
+            follow_up_questions=follow_ups,
+        )
+
+    def _follow_ups(
+        self, question: Question, answer: str, sources: list[Source], cited: set[str], usage: UsageLog, generator: Generator
+    ) -> tuple[str, ...]:
+        chunks = [s.chunk for s in sources]
+        if self._settings.llm_follow_ups:
+            questions, generation, error = llm_follow_ups(generator, question.text, answer, chunks)
+            usage.add("follow_ups", generation, error)
+            if questions:
+                return questions
+        return offline_follow_ups(chunks, cited)
+
+
+class AnswerStream:
+    """Iterate for the answer's text as it is written; `.answer` is the checked `Answer` at the end.
+
+    The streamed text is the model's raw words; `.answer.answer` is that text after the
+    citation check (invalid citation numbers removed), which may differ slightly.
+    """
+
+    def __init__(self, events: Iterator[str | Answer]) -> None:
+        self._events = events
+        self._answer: Answer | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        for event in self._events:
+            if isinstance(event, Answer):
+                self._answer = event
+            else:
+                yield event
+
+    @property
+    def answer(self) -> Answer:
+        """The finished answer (consumes whatever text was not read yet)."""
+        if self._answer is None:
+            for _ in self:
+                pass
+        assert self._answer is not None
+        return self._answer

@@ -1,0 +1,135 @@
+"""`sourcebook eval`: measure retrieval on a BEIR dataset and answers on a QA file.
+
+A typer sub-app registered by cli.py. It reuses cli.py's helpers (KB opening,
+JSON errors, progress bar), imported inside the commands because cli.py imports
+this module while it is itself being imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .evaluation.answers import AnswerReport, QuestionResult, evaluate_answers, read_qa
+from .evaluation.dataset import load_dataset
+from .evaluation.report import answer_rows, retrieval_rows, write_report
+from .evaluation.retrieval import RetrievalReport, evaluate_retrieval, open_index
+from .retrieval import MODES
+from .settings import RetrievalMode
+
+eval_app = typer.Typer(help="Measure retrieval and answer quality.", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+ReportOpt = Annotated[
+    Optional[Path], typer.Option("--report", help="Write a Markdown report here, with its plot beside it (.png).")
+]
+
+
+def _modes(value: str) -> list[RetrievalMode]:
+    modes = [m.strip() for m in value.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise typer.BadParameter(f"unknown mode(s) {', '.join(unknown) or '(none)'}; use {','.join(MODES)}")
+    return modes  # type: ignore[return-value]
+
+
+@contextmanager
+def _bar(enabled: bool, tasks: dict[str, int]) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar on stderr with one task per key; yields `advance(key)`."""
+    if not enabled:
+        yield lambda key: None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        ids = {key: bar.add_task(key, total=total) for key, total in tasks.items()}
+        yield lambda key: bar.advance(ids[key])
+
+
+def _save_report(report: RetrievalReport | AnswerReport, path: Path | None, as_json: bool) -> None:
+    if path is None:
+        return
+    markdown, image = write_report(report, path)
+    if not as_json:
+        err.print(f"wrote {markdown} and {image}", highlight=False)
+
+
+@eval_app.command("retrieval")
+def retrieval(
+    dataset_dir: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/*.tsv.")
+    ],
+    modes: Annotated[str, typer.Option("--modes", help="Comma-separated retrieval modes.")] = ",".join(MODES),
+    db: Annotated[
+        Optional[Path], typer.Option("--db", help="Index to build or reuse (default: one per dataset and settings, in the user cache).")
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="Which qrels/<split>.tsv judges the queries.")] = "test",
+    report: ReportOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index DATASET_DIR (incrementally), run its judged queries per mode: nDCG, recall, MRR, latency."""
+    from .cli import _emit_json, _errors, _progress
+
+    chosen = _modes(modes)
+    with _errors(as_json):
+        queries = len(load_dataset(dataset_dir, split).qrels)
+        with open_index(dataset_dir, db) as kb, _progress(err.is_terminal) as ingest, \
+                _bar(err.is_terminal, {f"{m} queries": queries for m in chosen}) as advance:
+            result = evaluate_retrieval(
+                kb, dataset_dir, chosen, split=split, progress=ingest, on_query=lambda mode: advance(f"{mode} queries")
+            )
+        _save_report(result, report, as_json)
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    header, rows = retrieval_rows(result)
+    # Transposed (a column per mode) so it fits an 80-column terminal.
+    table = Table("", *(row[0] for row in rows), title=f"{result.dataset}: {result.queries} queries, {result.documents} documents")
+    for i, name in enumerate(header[1:], start=1):
+        table.add_row(name, *(row[i] for row in rows))
+    out.print(table)
+    actions = ", ".join(f"{n} {action}" for action, n in sorted(result.ingest_actions.items()))
+    out.print(f"[dim]index {result.index} ({actions}; {result.ingest_seconds:.1f} s); "
+              f"latency: one search at top_k={result.ks[0]}, query embedding included[/dim]", highlight=False)
+
+
+@eval_app.command("answers")
+def answers(
+    qa_file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help='JSONL of {"id", "question", "answers": [..], "gold_sources": [..]}.')
+    ],
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="k of source recall@k (default: the hits ask uses).")] = None,
+    report: ReportOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask every question of QA_FILE against the knowledge base (--db): hits, sources, citations, abstention, calibration."""
+    from .cli import _emit_json, _errors, _open
+
+    with _errors(as_json):
+        total = len(read_qa(qa_file))
+        with _open() as kb, _bar(err.is_terminal, {"questions": total}) as advance:
+            result = evaluate_answers(kb, qa_file, top_k, on_question=lambda _: advance("questions"))
+        _save_report(result, report, as_json)
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    summary = Table("measure", "value", title=f"answers: {qa_file}")
+    for name, value in answer_rows(result):
+        summary.add_row(name, value)
+    out.print(summary)
+    misses = [r for r in result.results if _missed(r)]
+    if misses:
+        out.print("[dim]missed: " + ", ".join(r.id for r in misses) + "[/dim]", highlight=False)
+
+
+def _missed(result: QuestionResult) -> bool:
+    """A question the system got wrong: no hit on an answerable one, an answer to an unanswerable one."""
+    return (result.answerable and not result.hit) or (not result.answerable and not result.abstained)

@@ -1,0 +1,56 @@
+"""LLM back ends: the `Generator` protocol, the built-in providers and the fallback chain.
+
+`create_llm(settings)` builds what `Settings.llm` (plus `llm_fallbacks`) names, or returns
+None when no LLM is configured -- the extractive answerer then stays in charge. Provider
+modules import their SDK only when chosen, so `import sourcebook` never pays for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..settings import Settings
+from .base import (
+    ENTRY_POINT_GROUP,
+    Generation,
+    GenerationRequest,
+    Generator,
+    JsonSchema,
+    Message,
+    StreamEvent,
+    Usage,
+    create_generator,
+    parse_spec,
+    register_generator,
+)
+from .resilience import FallbackGenerator, RetryPolicy
+
+BUILTIN_PROVIDERS = ("anthropic", "openai", "gemini", "llamacpp")
+
+
+def _builtin(provider: str) -> None:
+    def factory(model: str, settings: Settings) -> Generator:
+        module = importlib.import_module(f"{__name__}.{provider}")
+        return module.create(model, settings)  # type: ignore[no-any-return]
+
+    register_generator(provider, factory)
+
+
+for _provider in BUILTIN_PROVIDERS:
+    _builtin(_provider)
+
+
+def create_llm(settings: Settings, spec: str | None = None) -> Generator | None:
+    """The generator for `spec` (else settings.llm), wrapped with settings.llm_fallbacks; None = no LLM."""
+    primary = spec or settings.llm
+    if not primary:
+        return None
+    chain = [create_generator(s, settings) for s in (primary, *settings.llm_fallbacks) if s]
+    return chain[0] if len(chain) == 1 else FallbackGenerator(chain)  # type: ignore[return-value]
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP", "FallbackGenerator", "Generation", "GenerationRequest", "Generator", "JsonSchema",
+    "Message", "RetryPolicy", "StreamEvent", "Usage", "create_generator", "create_llm", "parse_spec",
+    "register_generator",
+]
