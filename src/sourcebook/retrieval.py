@@ -88,8 +88,12 @@ def zscore_fusion(rankings: Sequence[Sequence[ScoredId]], weights: Sequence[floa
         scores = np.array([item.score for item in ranking], dtype=np.float64)
         z = (scores - scores.mean()) / (scores.std() + 1e-9)
         standardised.append(({item.chunk_id: float(v) for item, v in zip(ranking, z)}, float(z.min()), weight))
-    candidates = dict.fromkeys(chunk_id for by_id, _, _ in standardised for chunk_id in by_id)
-    fused = {cid: sum(w * zs.get(cid, low) for zs, low, w in standardised) for cid in candidates}
+    # fused(c) = sum of w * low over lists + sum over the lists holding c of w * (z - low)
+    floor = sum(weight * low for _, low, weight in standardised)
+    fused: dict[str, float] = {}
+    for by_id, low, weight in standardised:
+        for chunk_id, z in by_id.items():
+            fused[chunk_id] = fused.get(chunk_id, floor) + weight * (z - low)
     return sorted(fused.items(), key=lambda pair: -pair[1])
 
 

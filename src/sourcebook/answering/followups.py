@@ -7,6 +7,8 @@ so each one is answerable from the knowledge base by construction.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Sequence
 
 from ..errors import GeneratorError
@@ -19,6 +21,11 @@ COUNT = 3
 
 def _section(chunk: StoredChunk) -> str:
     return " > ".join((chunk.title, *chunk.heading_path[-1:])) if chunk.heading_path else chunk.title
+
+
+def _topic(heading: str) -> str:
+    """A heading as the object of a question: without its numbering ("4. ") or final "?"."""
+    return re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+", "", heading).rstrip(" ?")
 
 
 def llm_follow_ups(
@@ -42,7 +49,7 @@ def offline_follow_ups(chunks: Iterable[StoredChunk], used_chunk_ids: set[str]) 
     for chunk in ordered:
         if not chunk.heading_path or chunk.heading_path[-1].strip().lower() == chunk.title.strip().lower():
             continue
-        questions[f"What does {chunk.title} say about {chunk.heading_path[-1]}?"] = None
+        questions[f"What does {chunk.title} say about {_topic(chunk.heading_path[-1])}?"] = None
         if len(questions) == COUNT:
             break
     return tuple(questions)

@@ -120,7 +120,7 @@ class KeywordIndex:
             [self.weights[self.offsets[t] : self.offsets[t + 1]] * self.idf[t] for t in ids]
         )
         scores = np.bincount(rows, weights=contributions, minlength=len(self.chunk_ids))
-        candidates = np.unique(rows)
+        candidates = np.flatnonzero(scores)  # every matched row scores > 0 (idf is floored above 0)
         if allowed_documents is not None:
             mask = np.zeros(len(self.document_codes), dtype=bool)
             mask[[self.document_codes[d] for d in allowed_documents if d in self.document_codes]] = True
