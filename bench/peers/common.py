@@ -70,7 +70,13 @@ def _load() -> str:
     return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def run(name: str, version: str, load_model: Callable[[], object], build: Callable[[list[Record], object], dict[str, Search]], notes: str) -> None:
+def run(
+    name: str,
+    version: str,
+    load_model: Callable[[], object],
+    build: Callable[[list[Record], object], dict[str, Search]],
+    notes: str,
+) -> None:
     parser = argparse.ArgumentParser(description=f"{name} on SciFact (see bench/peers/README.md)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N corpus records (smoke runs)")
     parser.add_argument("--out", type=Path, default=RESULTS / f"{name.lower()}.json")

@@ -54,21 +54,16 @@ def peer_row(name: str) -> dict[str, Any] | None:
         "system": run["system"],
         "version": run["version"],
         "ingest_seconds": run["ingest_seconds"],
-        "ingest_cpu_seconds": run.get("ingest_cpu_seconds"),  # absent from runs before the harness measured it
+        "ingest_cpu_seconds": run["ingest_cpu_seconds"],
         "ndcg": {mode: run["quality"][mode]["ndcg@10"] for mode in MODES},
         "p50_ms": {mode: run["quality"][mode]["latency_p50_ms"] for mode in MODES},
     }
 
 
-def _ratio(peer: float | None, base: float, unit: str, digits: int) -> str:
-    return "n/a" if peer is None else f"{peer / base:.{digits}f}{unit}"
-
-
 def cells(row: dict[str, Any]) -> list[str]:
-    cpu = row["ingest_cpu_seconds"]
     return [
         f"{row['ingest_seconds']:.0f}",
-        "n/a" if cpu is None else f"{cpu:.0f}",
+        f"{row['ingest_cpu_seconds']:.0f}",
         *(f"{row['ndcg'][m]:.4f}" for m in MODES),
         *(f"{row['p50_ms'][m]:.1f}" for m in MODES),
     ]
@@ -76,10 +71,10 @@ def cells(row: dict[str, Any]) -> list[str]:
 
 def ratios(peer: dict[str, Any], base: dict[str, Any]) -> list[str]:
     return [
-        _ratio(peer["ingest_seconds"], base["ingest_seconds"], "x", 2),
-        _ratio(peer["ingest_cpu_seconds"], base["ingest_cpu_seconds"], "x", 2),
-        *(_ratio(peer["ndcg"][m], base["ndcg"][m], "", 3) for m in MODES),
-        *(_ratio(peer["p50_ms"][m], base["p50_ms"][m], "x", 1) for m in MODES),
+        f"{peer['ingest_seconds'] / base['ingest_seconds']:.2f}x",
+        f"{peer['ingest_cpu_seconds'] / base['ingest_cpu_seconds']:.2f}x",
+        *(f"{peer['ndcg'][m] / base['ndcg'][m]:.3f}" for m in MODES),
+        *(f"{peer['p50_ms'][m] / base['p50_ms'][m]:.1f}x" for m in MODES),
     ]
 
 

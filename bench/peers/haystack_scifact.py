@@ -33,7 +33,8 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: E4
 def load_model() -> list[object]:
     """A document embedder and one text embedder per query pipeline (a component belongs to one pipeline), warmed up."""
     path = model_path()
-    embedders = [SentenceTransformersDocumentEmbedder(model=path)] + [SentenceTransformersTextEmbedder(model=path) for _ in range(2)]
+    embedders = [SentenceTransformersDocumentEmbedder(model=path)]
+    embedders += [SentenceTransformersTextEmbedder(model=path) for _ in range(2)]
     for embedder in embedders:
         embedder.warm_up()
     return embedders

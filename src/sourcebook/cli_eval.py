@@ -69,7 +69,8 @@ def retrieval(
     ],
     modes: Annotated[str, typer.Option("--modes", help="Comma-separated retrieval modes.")] = ",".join(MODES),
     db: Annotated[
-        Optional[Path], typer.Option("--db", help="Index to build or reuse (default: one per dataset and settings, in the user cache).")
+        Optional[Path],
+        typer.Option("--db", help="Index to build or reuse (default: one per dataset and settings, in the user cache)."),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="Which qrels/<split>.tsv judges the queries.")] = "test",
     report: ReportOpt = None,
@@ -92,7 +93,8 @@ def retrieval(
         return
     header, rows = retrieval_rows(result)
     # Transposed (a column per mode) so it fits an 80-column terminal.
-    table = Table("", *(row[0] for row in rows), title=f"{result.dataset}: {result.queries} queries, {result.documents} documents")
+    title = f"{result.dataset}: {result.queries} queries, {result.documents} documents"
+    table = Table("", *(row[0] for row in rows), title=title)
     for i, name in enumerate(header[1:], start=1):
         table.add_row(name, *(row[i] for row in rows))
     out.print(table)
@@ -104,9 +106,12 @@ def retrieval(
 @eval_app.command("answers")
 def answers(
     qa_file: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help='JSONL of {"id", "question", "answers": [..], "gold_sources": [..]}.')
+        Path,
+        typer.Argument(exists=True, dir_okay=False, help='JSONL of {"id", "question", "answers": [..], "gold_sources": [..]}.'),
     ],
-    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="k of source recall@k (default: the hits ask uses).")] = None,
+    top_k: Annotated[
+        Optional[int], typer.Option("--top-k", "-k", min=1, help="k of source recall@k (default: the hits ask uses).")
+    ] = None,
     report: ReportOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

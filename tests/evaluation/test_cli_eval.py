@@ -125,7 +125,8 @@ def test_eval_retrieval_human_output_and_errors(dataset: Path, tmp_path: Path) -
 def test_eval_answers_on_the_examples(example_kb: KnowledgeBase, tmp_path: Path) -> None:
     questions = Path(__file__).resolve().parents[2] / "examples" / "questions.jsonl"
     report = tmp_path / "answers.md"
-    data = json.loads(invoke("--db", example_kb.settings.db, "eval", "answers", str(questions), "--json", "--report", str(report)))
+    args = ("--db", example_kb.settings.db, "eval", "answers", str(questions), "--json", "--report", str(report))
+    data = json.loads(invoke(*args))
     assert (data["questions"], data["answerable"], data["unanswerable"], data["k"]) == (25, 20, 5, 5)
     for key in ("answer_hit_rate", "source_recall_at_k", "citation_precision", "abstention_precision",
                 "abstention_recall", "ece"):

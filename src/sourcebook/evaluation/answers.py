@@ -172,7 +172,9 @@ def score_answer(item: QAItem, answer: Answer, k: int) -> QuestionResult:
     )
 
 
-def reliability_table(confidences: Sequence[float], outcomes: Sequence[bool], bins: int = 10) -> tuple[list[CalibrationBin], float | None]:
+def reliability_table(
+    confidences: Sequence[float], outcomes: Sequence[bool], bins: int = 10
+) -> tuple[list[CalibrationBin], float | None]:
     """Equal-width bins over [0, 1] (empty ones included) and ECE = sum of |accuracy - confidence| weighted by bin size."""
     members: list[list[int]] = [[] for _ in range(bins)]
     for i, confidence in enumerate(confidences):
