@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,14 @@ class _Pending:
     action: str
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """Documents whose missing chunks are being embedded, and the pending vectors."""
+
+    documents: list[_Pending]
+    vectors: Future[np.ndarray] | None
+
+
 @dataclass
 class Ingestor:
     store: Store
@@ -90,16 +99,27 @@ class Ingestor:
     def add(
         self, sources: Iterable[str], collection: str, metadata: dict[str, Any] | None = None, fmt: str = "auto"
     ) -> list[IngestResult]:
+        """Prepare (read, parse, chunk) documents while the previous batch embeds.
+
+        The model runs in a worker thread (onnxruntime releases the GIL), so parsing,
+        chunking and SQLite writes overlap with embedding instead of adding to it.
+        """
         self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
         results: list[IngestResult] = []
-        for item in self._items(list(sources), fmt):
-            result = self._prepare(item, collection, metadata or {})
-            if result is not None:
-                results.append(result)
-                self._emit("document", 1, result)
-            if sum(len(p.missing) for p in self._queue) >= EMBED_BATCH_CHUNKS:
-                results.extend(self._flush())
-        results.extend(self._flush())
+        in_flight: _Batch | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sourcebook-embed") as worker:
+            for item in self._items(list(sources), fmt):
+                result = self._prepare(item, collection, metadata or {})
+                if result is not None:
+                    results.append(result)
+                    self._emit("document", 1, result)
+                if sum(len(p.missing) for p in self._queue) >= EMBED_BATCH_CHUNKS:
+                    if in_flight is not None:
+                        results.extend(self._finish(in_flight))
+                    in_flight = self._start(worker)
+            if in_flight is not None:
+                results.extend(self._finish(in_flight))
+            results.extend(self._finish(self._start(worker)))
         return results
 
     def _items(self, sources: list[str], fmt: str) -> Iterator[tuple[str, Callable[[], tuple[str, ParsedDocument | None, RawSource | None]]]]:
@@ -172,16 +192,24 @@ class Ingestor:
             )
         return IngestResult(source, "failed", doc_id, str(DocumentStatus.ERROR), 0, 0, str(exc), code)
 
-    def _flush(self) -> list[IngestResult]:
-        """Embed every queued missing chunk in one pass, then write each document."""
+    def _start(self, worker: ThreadPoolExecutor) -> _Batch:
+        """Mark the queued documents processing and embed their missing chunks in the worker."""
         queue, self._queue = self._queue, []
         for pending in queue:
             self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
         texts = [p.chunks[i].embedding_text for p in queue for i in p.missing]
-        fresh = self.embedder.embed_documents(texts, progress=lambda n: self._emit("embedded", n)) if texts else None
+
+        def progress(count: int) -> None:
+            self._emit("embedded", count)
+
+        return _Batch(queue, worker.submit(self.embedder.embed_documents, texts, progress) if texts else None)
+
+    def _finish(self, batch: _Batch) -> list[IngestResult]:
+        """Wait for the batch's vectors, then write each document in its own transaction."""
+        fresh = batch.vectors.result() if batch.vectors is not None else None
         results: list[IngestResult] = []
         offset = 0
-        for pending in queue:
+        for pending in batch.documents:
             for i in pending.missing:
                 assert fresh is not None
                 pending.vectors[pending.chunks[i].content_hash] = fresh[offset]
