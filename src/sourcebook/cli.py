@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from .answering.llm import AnswerStream
 from .chunking import make_prefix
@@ -358,7 +358,11 @@ def list_documents(
     if as_json:
         _emit_json({"documents": [r.to_dict() for r in records]})
         return
-    table = Table("id", "collection", "status", "chunks", "title", "source")
+    # Ids and sources are for copying into `show`/`remove`: never cut them.
+    table = Table(
+        Column("id", no_wrap=True, min_width=16), "collection", "status", "chunks", "title",
+        Column("source", overflow="fold"),
+    )
     for r in records:
         shown = f"{r.status} ({r.error})" if r.error else str(r.status)
         table.add_row(r.id, r.collection, shown, str(r.chunk_count), r.title, r.source)
