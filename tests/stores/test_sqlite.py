@@ -150,6 +150,13 @@ def test_renamed_document_leaves_no_old_title_in_the_index(store: SQLiteStore, d
     assert [r.chunk_id for r in store.keyword_search("badger", 5, EVERYTHING)] == ["d1#0"]
 
 
+def test_title_given_to_replace_chunks_is_what_keyword_search_matches(store: SQLiteStore) -> None:
+    put(store, "d1", ["body text"], title="Aardvark")
+    put(store, "d1", ["body text"], title="Badger")  # renamed by the write itself, no upsert first
+    assert store.keyword_search("aardvark", 5, EVERYTHING) == []
+    assert [r.chunk_id for r in store.keyword_search("badger", 5, EVERYTHING)] == ["d1#0"]
+
+
 def test_version_one_database_is_migrated_with_its_keyword_index(tmp_path: Path) -> None:
     """A file written by schema 1 (FTS5) gains stored term counts for its existing chunks."""
     path = tmp_path / "old.db"

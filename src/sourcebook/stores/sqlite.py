@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
@@ -143,7 +142,7 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
             length INTEGER NOT NULL,
             term_ids BLOB NOT NULL,
             counts BLOB NOT NULL)""",
-        lambda conn: _index_terms(conn, [row[0] for row in conn.execute("SELECT seq FROM chunks")]),
+        lambda conn: _backfill_terms(conn),
         "DROP TABLE chunks_fts",
         "ALTER TABLE documents DROP COLUMN keyword_title",
     ),
@@ -642,21 +641,25 @@ def _insert_chunk_rows(
         "INSERT INTO vectors (chunk_seq, vector) VALUES (?, ?)",
         [(seqs[c.position], contiguous[i].tobytes()) for i, c in enumerate(chunks)],
     )
-    _index_terms(conn, list(seqs.values()))
+    _index_terms(conn, [(seqs[c.position], _indexed_text(title, c.heading_path, c.text)) for c in chunks])
 
 
-def _index_terms(conn: sqlite3.Connection, seqs: Sequence[int]) -> None:
-    """Store the analysed term counts of these chunks (their title, heading path and text)."""
-    rows: list[tuple[int, Counter[str], int]] = []
-    for batch in _batched(list(seqs), BATCH_SIZE):
-        found = conn.execute(
-            f"""SELECT c.seq, d.title, c.heading_path, c.text FROM chunks c
-                JOIN documents d ON d.id = c.document_id WHERE c.seq IN ({_placeholders(batch)})""",
-            batch,
-        )
-        for seq, doc_title, path, text in found:
-            counts, length = term_counts(f"{doc_title}\n{_section(tuple(json.loads(path)))}\n{text}")
-            rows.append((seq, counts, length))
+def _indexed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
+    """What keyword search matches a chunk on: its document's title, heading path and text."""
+    return f"{title}\n{_section(heading_path)}\n{text}"
+
+
+def _backfill_terms(conn: sqlite3.Connection) -> None:
+    """Term counts for chunks written before keyword search used them (migration 3)."""
+    rows = conn.execute(
+        "SELECT c.seq, d.title, c.heading_path, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+    ).fetchall()
+    _index_terms(conn, [(seq, _indexed_text(title, tuple(json.loads(path)), text)) for seq, title, path, text in rows])
+
+
+def _index_terms(conn: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> None:
+    """Store the analysed term counts of chunks, given as (chunk seq, indexed text)."""
+    rows = [(seq, *term_counts(text)) for seq, text in texts]
     vocabulary = _term_ids(conn, {term for _, counts, _ in rows for term in counts})
     conn.executemany(
         "INSERT INTO chunk_terms (chunk_seq, length, term_ids, counts) VALUES (?, ?, ?, ?)",
