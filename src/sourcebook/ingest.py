@@ -47,6 +47,11 @@ class IngestEvent:
 
 ProgressHandler = Callable[[IngestEvent], None]
 
+_Loaded = tuple[str, ParsedDocument | None, RawSource | None]
+"""A source's fingerprint, and its parsed document (BEIR records) or raw bytes (files, URLs)."""
+_Item = tuple[str, Callable[[], _Loaded]]
+"""A source and how to load it: loading is deferred so an unchanged source costs only a hash."""
+
 
 def document_id(collection: str, source: str) -> str:
     """Stable id: the same source in the same collection is the same document."""
@@ -122,7 +127,7 @@ class Ingestor:
             results.extend(self._finish(self._start(worker)))
         return results
 
-    def _items(self, sources: list[str], fmt: str) -> Iterator[tuple[str, Callable[[], tuple[str, ParsedDocument | None, RawSource | None]]]]:
+    def _items(self, sources: list[str], fmt: str) -> Iterator[_Item]:
         """(source, loader) pairs; the loader yields (fingerprint, parsed or None, raw or None)."""
         if fmt == "beir":
             from .loaders.beir import count_beir
@@ -143,7 +148,7 @@ class Ingestor:
         raw = read_source(source, self.settings)
         return raw.fingerprint, None, raw
 
-    def _prepare(self, item: tuple[str, Callable[[], tuple[str, ParsedDocument | None, RawSource | None]]], collection: str, metadata: dict[str, Any]) -> IngestResult | None:
+    def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> IngestResult | None:
         """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
         source, load = item
         doc_id = document_id(collection, source)
