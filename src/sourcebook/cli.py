@@ -25,6 +25,8 @@ from rich.table import Column, Table
 from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
+from .cli_keys import keys_app
+from .cli_serve import serve
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -32,6 +34,8 @@ from .models import Answer, Hit, IngestResult
 
 app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questions.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+app.add_typer(keys_app, name="keys")
+app.command()(serve)
 out = Console()
 err = Console(stderr=True)
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import (
     ChatSessionNotFoundError,
+    CollectionNotFoundError,
     DocumentNotFoundError,
     EmbeddingModelMismatchError,
     InvalidQueryError,
@@ -145,6 +146,18 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
         lambda conn: _backfill_terms(conn),
         "DROP TABLE chunks_fts",
         "ALTER TABLE documents DROP COLUMN keyword_title",
+    ),
+    # 6: API keys of the HTTP service (read and written by stores/sqlite_keys.py)
+    (
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            prefix TEXT NOT NULL,
+            secret_hash TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            grants TEXT NOT NULL CHECK (json_valid(grants)),
+            created_at TEXT NOT NULL,
+            revoked_at TEXT)""",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -259,6 +272,16 @@ class SQLiteStore:
                    GROUP BY c.name ORDER BY c.name"""
             ).fetchall()
         return [CollectionInfo(*row) for row in rows]
+
+    def delete_collection(self, name: str) -> None:
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone() is None:
+                raise CollectionNotFoundError(f"no collection named {name!r}; list them with `sourcebook status`")
+            for (document_id,) in conn.execute("SELECT id FROM documents WHERE collection = ?", (name,)).fetchall():
+                _delete_chunk_rows(conn, document_id)
+            conn.execute("DELETE FROM documents WHERE collection = ?", (name,))
+            conn.execute("DELETE FROM collections WHERE name = ?", (name,))
+            _bump_generation(conn)
 
     # Documents -----------------------------------------------------------
     def get_document(self, document_id: str) -> DocumentRecord | None:
