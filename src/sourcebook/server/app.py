@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..apikeys import KeyStore
@@ -107,6 +108,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.queue.start()
+        if queue is None:
+            resumed = await run_in_threadpool(service.resume_ingestion)
+            if resumed:
+                logger.info("queued %d documents left unfinished by the previous run", resumed)
         try:
             yield
         finally:
