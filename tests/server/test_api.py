@@ -310,10 +310,12 @@ def test_request_ids_metrics_and_health(make_api: ApiFactory) -> None:
 
 
 def test_without_auth_everyone_is_a_local_admin(make_api: ApiFactory) -> None:
-    api = make_api(auth=False)
+    api = make_api(auth=False, settings=Settings(tenant="acme"))  # `sourcebook --tenant acme serve --no-auth`
     with api.client() as client:
         assert client.post("/v1/collections", json={"name": "notes"}).status_code == 201
         assert client.get("/healthz").json()["auth"] is False
+    assert [c.name for c in api.kb.collections()] == ["notes"]
+    assert api.kb.for_tenant("default").collections() == []
 
 
 def test_openapi_documents_models_and_errors(make_api: ApiFactory) -> None:

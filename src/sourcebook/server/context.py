@@ -75,7 +75,7 @@ def get_service(request: Request) -> Service:
 def get_call(request: Request) -> Call:
     service = get_service(request)
     try:
-        principal = authenticate(request, service.keys, service.limiter)
+        principal = authenticate(request, service.keys, service.limiter, service.kb.tenant)
     except RateLimitedError:
         service.metrics.rate_limited.inc()
         raise
