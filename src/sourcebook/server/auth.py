@@ -18,6 +18,7 @@ from ..tenants import DEFAULT_TENANT
 from .errors import ForbiddenError, RateLimitedError, UnauthorizedError
 from .ratelimit import RateLimiter, retry_after_header
 
+
 def local_key(tenant: str = DEFAULT_TENANT) -> ApiKey:
     """Who every caller is under `--no-auth`: an admin of the served knowledge base's tenant."""
     return ApiKey(id="local", prefix="", name="no-auth (loopback)", tenant=tenant,
