@@ -356,3 +356,17 @@ def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> No
         keys.close()
     assert uploaded["status"] == "ready" and uploaded["chunk_count"] == 1
     assert lost["status"] == "error" and "lost.md" in lost["error"]
+
+
+def test_cors_allows_only_the_configured_origins(make_api: ApiFactory) -> None:
+    api = make_api(cors_origins=["https://kb.example.org"])
+    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
+    with api.client() as client:
+        allowed = client.options("/v1/search", headers={"Origin": "https://kb.example.org", **preflight})
+        assert allowed.status_code == 200
+        assert allowed.headers["access-control-allow-origin"] == "https://kb.example.org"
+        assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+        refused = client.options("/v1/search", headers={"Origin": "https://evil.example.com", **preflight})
+        assert "access-control-allow-origin" not in refused.headers
+        simple = client.get("/healthz", headers={"Origin": "https://kb.example.org"})
+        assert "x-request-id" in simple.headers["access-control-expose-headers"].lower()
