@@ -25,6 +25,7 @@ from rich.table import Column, Table
 from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
+from .cli_mcp import mcp_command
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -32,6 +33,7 @@ from .models import Answer, Hit, IngestResult
 
 app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questions.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+app.command("mcp")(mcp_command)
 out = Console()
 err = Console(stderr=True)
 
