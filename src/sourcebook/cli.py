@@ -25,6 +25,8 @@ from rich.table import Column, Table
 from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
+from .cli_keys import keys_app
+from .cli_serve import serve
 from .cli_mcp import mcp_command
 from .errors import SourcebookError
 from .ingest import IngestEvent
@@ -33,6 +35,8 @@ from .models import Answer, Hit, IngestResult
 
 app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questions.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+app.add_typer(keys_app, name="keys")
+app.command()(serve)
 app.command("mcp")(mcp_command)
 out = Console()
 err = Console(stderr=True)
@@ -43,10 +47,13 @@ CollectionOpt = Annotated[Optional[str], typer.Option("--collection", "-c", help
 
 class _State:
     db: str | None = None
+    tenant: str | None = None
 
 
 def _open() -> KnowledgeBase:
-    return KnowledgeBase.open(_State.db or os.environ.get("SOURCEBOOK_DB") or "sourcebook.db")
+    """The knowledge base the global options (else $SOURCEBOOK_DB / $SOURCEBOOK_TENANT) name."""
+    overrides = {"tenant": _State.tenant} if _State.tenant else {}
+    return KnowledgeBase.open(_State.db or os.environ.get("SOURCEBOOK_DB") or "sourcebook.db", **overrides)
 
 
 def _emit_json(data: Any) -> None:
@@ -87,8 +94,12 @@ def main(
     db: Annotated[
         Optional[str], typer.Option("--db", help="Knowledge base file (else $SOURCEBOOK_DB, else ./sourcebook.db).")
     ] = None,
+    tenant: Annotated[
+        Optional[str], typer.Option("--tenant", help="Tenant to act as (else $SOURCEBOOK_TENANT, else 'default').")
+    ] = None,
 ) -> None:
     _State.db = db
+    _State.tenant = tenant
 
 
 @contextmanager
