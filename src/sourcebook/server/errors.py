@@ -107,4 +107,6 @@ ERROR_DESCRIPTIONS = {
     413: "The request or upload is larger than the server allows",
     422: "The request does not match the schema, or a document cannot be read",
     429: "Too many requests for this API key; retry after the Retry-After header's seconds",
+    502: "The LLM provider failed or answered with something unusable",
+    503: "The LLM provider is unavailable (after retries and fallbacks) or not configured with a key",
 }
