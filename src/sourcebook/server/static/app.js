@@ -41,8 +41,6 @@ function selectTab(tab) {
     $(t.getAttribute("aria-controls")).hidden = !selected;
   }
   if (tab.id === "tab-documents") loadDocuments();
-  if (tab.id === "tab-search") $("search-query").focus();
-  if (tab.id === "tab-ask") $("question").focus();
 }
 for (const tab of tabs) {
   tab.addEventListener("click", () => selectTab(tab));
