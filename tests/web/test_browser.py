@@ -25,6 +25,7 @@ from tests.mock_servers.core import Recorded
 from tests.mock_servers.responder import Responder, citing
 
 playwright = pytest.importorskip("playwright.sync_api")
+axe = pytest.importorskip("axe_playwright_python.sync_playwright")
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -102,6 +103,12 @@ def page(served: tuple[str, str]) -> Iterator[Any]:
         assert not errors, errors
 
 
+def _accessible(page: Any, where: str) -> None:
+    """axe-core's WCAG and best-practice rules (labels, contrast, keyboard, landmarks) find nothing."""
+    results = axe.Axe().run(page)
+    assert results.violations_count == 0, f"{where}:\n{results.generate_report()}"
+
+
 def _drop(page: Any, selector: str, path: Path, media_type: str) -> None:
     """Drag a file onto `selector` as a person would: a `drop` event carrying it."""
     transfer = page.evaluate_handle(
@@ -123,6 +130,7 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
 
     # The key: asked for at once, a wrong one refused, the right one kept in localStorage.
     page.wait_for_selector("#key-dialog[open]")
+    _accessible(page, "key dialog")
     page.fill("#key-input", "sb_wrong")
     page.click("#key-save")
     page.wait_for_selector("#key-error:has-text('unknown or revoked')")
@@ -138,6 +146,7 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
     row = page.locator("#doc-rows tr", has_text="Northwind Labs Employee Handbook")
     row.locator(".status.ready").wait_for()
     assert int(row.locator("td.num").inner_text()) > 5
+    _accessible(page, "documents")
 
     # Ask: the answer streams in (seen unfinished), then its citations become buttons.
     page.click("#tab-ask")
@@ -153,6 +162,7 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
     assert final.startswith(CLAIM)
     assert page.locator(".turn-answer .badge", has_text="Confidence").count() == 1
     page.screenshot(path=str(SCREENSHOTS / "answer.png"))
+    _accessible(page, "answer")
 
     # A citation opens its passage in the document: title, section, the quote marked.
     page.locator(".answer-text .cite").first.click()
@@ -162,6 +172,7 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
     assert "27 days" in page.locator(".chunk.cited mark.quote").inner_text()
     assert page.evaluate("document.activeElement.classList.contains('cited')")
     page.screenshot(path=str(SCREENSHOTS / "passage.png"))
+    _accessible(page, "passage")
     page.keyboard.press("Escape")
     page.wait_for_selector("#passage:not([open])", state="attached")
 
@@ -173,6 +184,7 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
     marks = [m.lower() for m in page.locator(".hit mark").all_inner_texts()]
     assert "sick" in marks and "leave" in marks
     page.screenshot(path=str(SCREENSHOTS / "search.png"))
+    _accessible(page, "search")
 
     # The conversation is kept: a new one clears the thread, the history brings it back.
     page.click("#tab-ask")
@@ -191,8 +203,9 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
 
 
 def test_keyboard_only_navigation(page: Any, served: tuple[str, str]) -> None:
-    """Tabs follow the arrow keys, and the key is remembered across reloads."""
+    """Tabs follow the arrow keys, the key is remembered across reloads; the dark scheme passes axe too."""
     url, secret = served
+    page.emulate_media(color_scheme="dark")
     page.goto(url)
     page.wait_for_selector("#key-dialog[open]")
     page.keyboard.type(secret)  # the key field has focus
@@ -205,7 +218,11 @@ def test_keyboard_only_navigation(page: Any, served: tuple[str, str]) -> None:
     page.keyboard.press("ArrowRight")
     assert page.locator("#tab-search").get_attribute("aria-selected") == "true"
     assert page.locator("#view-search").is_visible() and not page.locator("#view-ask").is_visible()
+    _accessible(page, "search, dark")
     page.keyboard.press("ArrowRight")
     assert page.locator("#view-documents").is_visible()
+    page.wait_for_selector("#docs-empty:not([hidden])")
+    _accessible(page, "documents, dark")
     page.keyboard.press("ArrowRight")  # wraps around
     assert page.evaluate("document.activeElement.id") == "tab-ask" and page.locator("#view-ask").is_visible()
+    _accessible(page, "ask, dark")

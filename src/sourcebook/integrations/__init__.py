@@ -14,18 +14,9 @@ from ..models import Hit
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
-    """What a framework's document/node carries beside the text: provenance and score."""
-    chunk = hit.chunk
-    return {
-        "score": hit.score,
-        "rank": hit.rank,
-        "source": chunk.source,
-        "title": chunk.title,
-        "section": " > ".join(chunk.heading_path),
-        "heading_path": list(chunk.heading_path),
-        "page": chunk.page,
-        "chunk_id": chunk.id,
-        "document_id": chunk.document_id,
-        "collection": chunk.collection,
-        "position": chunk.position,
-    }
+    """What a framework's document/node carries beside the text: the hit's JSON contract
+    (score, rank, source, title, heading_path, page, chunk_id, document_id, ...) minus the
+    text itself and the per-retriever details, plus `section`, the heading path as one string."""
+    data = {key: value for key, value in hit.to_dict().items() if key not in ("text", "retrievers")}
+    data["section"] = " > ".join(hit.chunk.heading_path)
+    return data
