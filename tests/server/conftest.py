@@ -58,9 +58,9 @@ class Api:
     kb: KnowledgeBase
     keys: KeyStore | None
 
-    def client(self, secret: str | None = None, **kwargs: Any) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)
+    def client(self, secret: str | None = None, headers: dict[str, str] | None = None) -> httpx.Client:
+        auth = {"Authorization": f"Bearer {secret}"} if secret else {}
+        return httpx.Client(base_url=self.url, headers={**auth, **(headers or {})}, timeout=60)
 
     def key(self, tenant: str = "default", role: str = "admin", *collections: str) -> str:
         assert self.keys is not None

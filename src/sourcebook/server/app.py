@@ -23,7 +23,7 @@ from ..errors import SourcebookError
 from ..kb import KnowledgeBase
 from .config import ServerSettings
 from .context import Service
-from .errors import status_of
+from .errors import PayloadTooLargeError, status_of
 from .ingestion import IngestJob, IngestQueue, ThreadQueue, UploadStore, run_job
 from .limits import BodyLimitMiddleware
 from .metrics import Metrics
@@ -33,7 +33,10 @@ from .routes import answers, chat, chat_stream, collections, documents, system, 
 
 logger = logging.getLogger(__name__)
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 406: "not_acceptable", 415: "unsupported_media_type"}
+_HTTP_CODES = {
+    400: "invalid_request", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
+    413: PayloadTooLargeError.code, 415: "unsupported_media_type",
+}
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

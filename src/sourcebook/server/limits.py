@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import PayloadTooLargeError
@@ -38,8 +39,8 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > limit:
-                    raise PayloadTooLargeError(_message(received, limit, multipart))
+                if received > limit:  # an HTTPException: FastAPI's body parsing lets only those through
+                    raise HTTPException(413, _message(received, limit, multipart))
             return message
 
         await self.app(scope, counting_receive, send)

@@ -17,7 +17,6 @@ import time
 import uuid
 from typing import Any
 
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .metrics import Metrics
@@ -96,10 +95,6 @@ class ObservabilityMiddleware:
 
 
 def _route_template(scope: Scope) -> str:
-    """The matched route's path template, or "unmatched" (never the raw path: unbounded labels)."""
-    app = scope.get("app")
-    for route in getattr(getattr(app, "router", None), "routes", ()):
-        match, _ = route.matches(scope)
-        if match == Match.FULL:
-            return getattr(route, "path", "unmatched")
-    return "unmatched"
+    """The matched route's path template (the router records it in the scope), or "unmatched":
+    never the raw path, whose ids would make the metric's labels unbounded."""
+    return str(getattr(scope.get("route"), "path", None) or "unmatched")
