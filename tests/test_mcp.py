@@ -158,3 +158,15 @@ def test_http_refuses_a_public_host_without_allow_remote(mcp_db: str) -> None:
     )
     assert done.returncode == 1
     assert "--allow-remote" in done.stderr
+
+
+def test_tenant_option_scopes_the_tools(mcp_db: str) -> None:
+    """`sourcebook --tenant T mcp` sees only tenant T's documents (the store enforces it)."""
+    params = StdioServerParameters(command=SOURCEBOOK, args=["--db", mcp_db, "--tenant", "team-b", "mcp"])
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            assert _data(await client.call_tool("list", {}))["documents"] == []
+            assert _data(await client.call_tool("search", {"query": "annual leave"}))["hits"] == []
+
+    _run(session)

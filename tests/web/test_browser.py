@@ -191,9 +191,14 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
     page.wait_for_selector("#sessions li:has-text('annual leave')")
     page.click("#new-chat")
     assert page.locator(".turn-answer").count() == 0
-    page.click("#sessions li button")
+    page.click("#sessions li button.open")
     page.wait_for_selector(".turn-question:has-text('annual leave')")
     assert page.locator(".answer-text").inner_text().startswith(CLAIM)
+    _accessible(page, "conversation history")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#sessions li button.delete")
+    page.wait_for_selector("#sessions-empty:not([hidden])")
+    assert page.locator(".turn-answer").count() == 0
 
     # Delete the document (after confirming).
     page.click("#tab-documents")

@@ -222,7 +222,7 @@ $("new-chat").addEventListener("click", () => {
 });
 
 function markCurrentSession() {
-  for (const button of $("sessions").querySelectorAll("button")) {
+  for (const button of $("sessions").querySelectorAll("button.open")) {
     button.setAttribute("aria-current", String(button.dataset.id === state.sessionId));
   }
 }
@@ -232,10 +232,28 @@ async function loadSessions() {
     const { sessions } = await getJSON("/v1/chat/sessions");
     $("sessions-empty").hidden = sessions.length > 0;
     $("sessions").replaceChildren(...sessions.map((s) => h("li", {},
-      h("button", { type: "button", "data-id": s.id, onclick: () => openSession(s.id) },
+      h("button", { type: "button", class: "open", "data-id": s.id, onclick: () => openSession(s.id) },
         h("span", { class: "title" }, s.title || "Untitled"),
-        h("span", { class: "when" }, `${timeAgo(s.updated_at)} · ${plural(Math.floor(s.message_count / 2), "question")}`)))));
+        h("span", { class: "when" }, `${timeAgo(s.updated_at)} · ${plural(Math.floor(s.message_count / 2), "question")}`)),
+      h("button", {
+        type: "button", class: "delete", "aria-label": `Delete conversation: ${s.title || "Untitled"}`,
+        onclick: () => deleteSession(s),
+      }, "✕"))));
     markCurrentSession();
+  } catch (error) {
+    fail(error);
+  }
+}
+
+async function deleteSession(session) {
+  if (!confirm(`Delete the conversation “${session.title || "Untitled"}”?`)) return;
+  try {
+    await request(`/v1/chat/sessions/${encodeURIComponent(session.id)}`, { method: "DELETE" });
+    if (state.sessionId === session.id) {
+      state.sessionId = null;
+      showThread([]);
+    }
+    loadSessions();
   } catch (error) {
     fail(error);
   }
