@@ -21,14 +21,14 @@ def test_upload_is_asynchronous_then_searchable(make_api: ApiFactory) -> None:
     api = make_api()
     with api.client(api.key()) as client:
         response = upload(client, [("handbook.md", HANDBOOK.read_bytes(), "text/markdown"), ("lunch.md", NOTE)],
-                          metadata='{"team": "people"}')
+                          meta=["team=people", "year=2024"])
         assert response.status_code == 202, response.text
         queued = response.json()["documents"]
         assert [d["status"] for d in queued] == ["pending", "pending"]
         assert [d["source"] for d in queued] == ["handbook.md", "lunch.md"]
         docs = wait_ready(client, [d["id"] for d in queued])
         assert [d["status"] for d in docs] == ["ready", "ready"]
-        assert all(d["chunk_count"] > 0 and d["metadata"]["team"] == "people" for d in docs)
+        assert all(d["chunk_count"] > 0 and d["metadata"]["team"] == "people" and d["metadata"]["year"] == 2024 for d in docs)
 
         hits = client.post("/v1/search", json={"query": "lentil soup on Wednesday", "top_k": 3}).json()["hits"]
         assert hits[0]["source"] == "lunch.md"
@@ -285,8 +285,8 @@ def test_errors_are_json_with_stable_codes(make_api: ApiFactory) -> None:
             (client.get("/v1/nowhere"), 404, "not_found"),
             (client.put("/v1/search"), 405, "method_not_allowed"),
             (client.post("/v1/documents", data={"collection": "default"}), 422, "invalid_request"),
-            (upload(client, [("a.md", NOTE)], metadata="[1]"), 422, "invalid_request"),
-            (client.post("/v1/ask", json={"question": "x", "mode": "full-context"}), 400, "invalid_query"),
+            (upload(client, [("a.md", NOTE)], meta="no-equals-sign"), 422, "invalid_request"),
+            (client.post("/v1/ask", json={"question": "x", "mode": "full-context"}), 409, "llm_not_configured"),
         ]
     for response, status, code in cases:
         assert (response.status_code, response.json()["error"]["code"]) == (status, code), response.text

@@ -34,8 +34,8 @@ from .routes import answers, chat, chat_stream, collections, documents, system, 
 logger = logging.getLogger(__name__)
 
 _HTTP_CODES = {
-    400: "invalid_request", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
-    413: PayloadTooLargeError.code, 415: "unsupported_media_type",
+    404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
+    413: PayloadTooLargeError.code, 415: "unsupported_media_type", 422: "invalid_request",
 }
 
 
@@ -66,8 +66,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = _HTTP_CODES.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
+        # FastAPI answers 400 for a body it cannot even decode; to clients that is one more
+        # request not matching the schema, so it gets the same status as the others (422).
+        status = 422 if exc.status_code == 400 else exc.status_code
+        code = _HTTP_CODES.get(status, "http_error")
+        return _error(status, code, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -54,6 +54,12 @@ class ConflictError(ApiError):
     status = 409
 
 
+class LLMNotConfiguredError(ConflictError):
+    """The request needs an LLM (full-context answers) and the server runs without one."""
+
+    code = "llm_not_configured"
+
+
 class PayloadTooLargeError(ApiError):
     code = "payload_too_large"
     status = 413
@@ -103,7 +109,8 @@ ERROR_DESCRIPTIONS = {
     401: "No API key, or an unknown or revoked one",
     403: "The API key's role does not cover this collection or action",
     404: "No such document, collection or chat session",
-    409: "Conflict: the collection exists, or was indexed with another embedding model",
+    409: "Conflict with the server's state: the collection exists or was indexed with another embedding "
+         "model, or the request needs an LLM the server does not have",
     413: "The request or upload is larger than the server allows",
     422: "The request does not match the schema, or a document cannot be read",
     429: "Too many requests for this API key; retry after the Retry-After header's seconds",

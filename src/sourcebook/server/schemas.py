@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..models import DocumentStatus
 
@@ -76,7 +76,9 @@ class DocumentsQueued(BaseModel):
 
 
 class UrlAdd(Strict):
-    urls: list[str] = Field(min_length=1, max_length=100, description="http(s) URLs to fetch and add")
+    urls: list[Annotated[str, Field(pattern=r"^https?://[^/]", max_length=2000)]] = Field(
+        min_length=1, max_length=100, description="http(s) URLs to fetch and add"
+    )
     collection: CollectionName = "default"
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -104,6 +106,11 @@ class StatusEvent(BaseModel):
 
 
 # Search -----------------------------------------------------------------------------------
+MetadataFilter = Annotated[
+    dict[Annotated[str, StringConstraints(pattern=r'^[^"]+$')], str | int | float | bool],
+    Field(json_schema_extra={"additionalProperties": False}),  # keys not matching the pattern are refused
+]
+"""Exact matches on document metadata: key -> a string, number or boolean."""
 Scope = CollectionName | Annotated[list[CollectionName], Field(max_length=100)] | None
 
 
@@ -113,7 +120,7 @@ class SearchRequest(Strict):
     mode: Literal["keyword", "vector", "hybrid"] | None = None
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
     document_ids: list[str] | None = Field(None, max_length=1000)
-    metadata: dict[str, Any] | None = Field(None, description="exact-match metadata filter")
+    metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
     min_score: float | None = None
     per_document: int | None = Field(None, ge=0, le=100)
 
@@ -148,7 +155,7 @@ class AskRequest(Strict):
     question: str = Field(min_length=1, max_length=4000)
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
     document_ids: list[str] | None = Field(None, max_length=1000)
-    metadata: dict[str, Any] | None = None
+    metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
     top_k: int | None = Field(None, ge=1, le=50)
     mode: Literal["retrieval", "full-context", "auto"] | None = None
     rewrite: bool | None = None
@@ -242,3 +249,31 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
     wanted = sorted({401, 422, 429, *statuses})
     return {status: {"model": ErrorBody, "description": ERROR_DESCRIPTIONS[status]} for status in wanted}
+
+
+def component(name: str) -> dict[str, str]:
+    """A reference to a model the API's other routes already put in the schema's components."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def inline(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema to embed in the OpenAPI document (models it uses are in its components)."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return schema
+
+
+def event_stream(description: str, events: dict[str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entry for a server-sent event stream: the schema of one event, an
+    object whose `event` names it and whose `data` is JSON of the given schema."""
+    one_event = [
+        {
+            "type": "object", "required": ["event", "data"],
+            "properties": {
+                "event": {"const": name},
+                "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": schema},
+            },
+        }
+        for name, schema in events.items()
+    ]
+    return {200: {"description": description, "content": {"text/event-stream": {"schema": {"oneOf": one_event}}}}}

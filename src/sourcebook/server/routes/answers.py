@@ -12,10 +12,11 @@ from sse_starlette import EventSourceResponse
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
 from ...answering.llm import AnswerStream
-from ...errors import InvalidQueryError, SourcebookError
+from ...errors import SourcebookError
+from ...kb import KnowledgeBase
 from ..context import Call, CallDep
-from ..errors import status_of
-from ..schemas import Answer, AskRequest, SearchRequest, SearchResponse, TokenEvent, error_responses
+from ..errors import LLMNotConfiguredError, status_of
+from ..schemas import Answer, AskRequest, SearchRequest, SearchResponse, TokenEvent, component, error_responses, event_stream, inline
 
 router = APIRouter(prefix="/v1", tags=["search and answers"])
 
@@ -35,16 +36,21 @@ def search(body: SearchRequest, call: CallDep) -> dict[str, Any]:
     return {"query": body.query, "hits": [hit.to_dict() for hit in hits]}
 
 
+def check_answer_mode(kb: KnowledgeBase, mode: str | None) -> None:
+    """409 before any work when the request asks for what only an LLM can do and none is configured."""
+    if mode == "full-context" and kb.generator() is None:
+        raise LLMNotConfiguredError("full-context answers need an LLM, and this server has none configured; use mode auto")
+
+
 def _ask_options(body: AskRequest, call: Call) -> dict[str, Any]:
-    if body.mode == "full-context" and call.kb.generator() is None:
-        raise InvalidQueryError("full-context answers need an LLM, and this server has none configured; use mode auto")
+    check_answer_mode(call.kb, body.mode)
     return {
         "collection": call.principal.read_scope(body.collection), "document_ids": body.document_ids,
         "metadata": body.metadata, "top_k": body.top_k, "mode": body.mode, "rewrite": body.rewrite,
     }
 
 
-@router.post("/ask", response_model=Answer, responses=error_responses(400, 403, 502, 503))
+@router.post("/ask", response_model=Answer, responses=error_responses(400, 403, 409, 502, 503))
 def ask(body: AskRequest, call: CallDep) -> dict[str, Any]:
     """A cited answer (or an abstention), as `sourcebook ask --json` prints it."""
     started = time.perf_counter()
@@ -57,12 +63,12 @@ def ask(body: AskRequest, call: CallDep) -> dict[str, Any]:
     "/ask/stream",
     response_class=EventSourceResponse,
     responses={
-        200: {
-            "description": "Server-sent events: `token` events (TokenEvent JSON) as the answer is written, then one "
-                           "`answer` event (the Answer object, after the citation check), or one `error` event (ErrorBody)",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        },
-        **error_responses(400, 403),
+        **event_stream(
+            "`token` events as the answer is written, then one `answer` event (the answer after the citation "
+            "check), or one `error` event",
+            {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")},
+        ),
+        **error_responses(400, 403, 409),
     },
 )
 async def ask_stream(body: AskRequest, call: CallDep) -> EventSourceResponse:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Response, status
 
 from ...apikeys import Role
 from ..context import CallDep
+from .answers import check_answer_mode
 from ..schemas import (
     Answer,
     ChatHistory,
@@ -24,7 +25,7 @@ from ..schemas import (
 router = APIRouter(prefix="/v1/chat/sessions", tags=["chat"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=ChatSession, responses=error_responses(403))
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=ChatSession, responses=error_responses())
 def create_session(body: ChatSessionCreate, call: CallDep) -> ChatSession:
     """Start an empty conversation."""
     return ChatSession(**asdict(call.kb.create_chat_session(body.title)))
@@ -50,10 +51,11 @@ def history(session_id: str, call: CallDep) -> ChatHistory:
     return ChatHistory(session=ChatSession(**asdict(session)), messages=messages)
 
 
-@router.post("/{session_id}/messages", response_model=ChatReply, responses=error_responses(400, 403, 404, 502, 503))
+@router.post("/{session_id}/messages", response_model=ChatReply, responses=error_responses(400, 403, 404, 409, 502, 503))
 def post_message(session_id: str, body: ChatMessageCreate, call: CallDep) -> ChatReply:
     """Ask the next question of a conversation; a follow-up ("and in Germany?") builds on the earlier turns."""
     call.kb.chat_session(session_id)
+    check_answer_mode(call.kb, body.mode)
     scope = call.principal.read_scope(body.collection)
     started = time.perf_counter()
     answer = call.kb.chat(session_id, mode=body.mode, collection=scope).ask(body.content)

@@ -15,14 +15,15 @@ from starlette.concurrency import run_in_threadpool
 
 from ...answering.llm import AnswerStream
 from ..context import Call, CallDep
-from ..schemas import ChatMessageCreate, error_responses
-from .answers import answer_events
+from ..schemas import ChatMessageCreate, TokenEvent, component, error_responses, event_stream, inline
+from .answers import answer_events, check_answer_mode
 
 router = APIRouter(prefix="/v1/chat/sessions", tags=["chat"])
 
 
 def _start_turn(session_id: str, body: ChatMessageCreate, call: Call) -> AnswerStream:
-    call.kb.chat_session(session_id)  # 404 before any event is sent
+    call.kb.chat_session(session_id)  # 404 and 409 before any event is sent
+    check_answer_mode(call.kb, body.mode)
     scope = call.principal.read_scope(body.collection)
     return call.kb.chat(session_id, mode=body.mode, collection=scope).ask_stream(body.content)
 
@@ -31,12 +32,12 @@ def _start_turn(session_id: str, body: ChatMessageCreate, call: Call) -> AnswerS
     "/{session_id}/messages/stream",
     response_class=EventSourceResponse,
     responses={
-        200: {
-            "description": "Server-sent events, as POST /v1/ask/stream: `token` events, then one `answer` event "
-                           "(the turn is stored in the session) or one `error` event",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        },
-        **error_responses(400, 403, 404),
+        **event_stream(
+            "as POST /v1/ask/stream: `token` events as the answer is written, then one `answer` event (the turn "
+            "is stored in the session), or one `error` event",
+            {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")},
+        ),
+        **error_responses(400, 403, 404, 409),
     },
 )
 async def post_message_stream(session_id: str, body: ChatMessageCreate, call: CallDep) -> EventSourceResponse:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from pydantic import StringConstraints
 from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -29,10 +30,14 @@ from ..schemas import (
     DocumentsQueued,
     StatusEvent,
     UrlAdd,
+    component,
     error_responses,
+    event_stream,
+    inline,
 )
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
+META_PATTERN = r"^[^=]+="
 FINAL = (DocumentStatus.READY, DocumentStatus.ERROR)
 
 
@@ -62,16 +67,16 @@ def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[
     return DocumentsQueued(documents=[_document(r) for r in records])
 
 
-def _metadata(raw: str | None) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidRequestError(f"metadata is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InvalidRequestError("metadata must be a JSON object")
-    return value
+def _metadata(pairs: list[str]) -> dict[str, Any]:
+    """`key=value` form fields (as the CLI's --meta): values that parse as JSON keep their type."""
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            parsed[key] = json.loads(value)
+        except json.JSONDecodeError:
+            parsed[key] = value
+    return parsed
 
 
 def _file_name(upload: UploadFile) -> str:
@@ -85,35 +90,32 @@ def _file_name(upload: UploadFile) -> str:
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=DocumentsQueued, responses=error_responses(403, 409, 413))
 def upload_documents(
     call: CallDep,
-    files: Annotated[list[UploadFile], File(description="one or more files (Markdown, HTML, PDF, text)")],
+    files: Annotated[list[UploadFile], File(min_length=1, description="one or more files (Markdown, HTML, PDF, text)")],
     collection: Annotated[str, Form(pattern=NAME_PATTERN)] = "default",
-    metadata: Annotated[str | None, Form(description="a JSON object stored on every document")] = None,
+    meta: Annotated[
+        list[Annotated[str, StringConstraints(pattern=META_PATTERN)]], Form(description="key=value metadata for every document (repeat); JSON values keep their type")
+    ] = [],  # noqa: B006 - FastAPI copies defaults
 ) -> DocumentsQueued:
-    """Upload files; answers 202 at once with the documents pending. A file already uploaded under
-    the same name replaces that document (re-embedding only its changed chunks)."""
+    """Upload files; answers 202 at once with the documents pending. A file's name identifies its
+    document: uploading a name again replaces that document (re-embedding only changed chunks)."""
     call.principal.require(Role.WRITE, collection)
     if len(files) > call.service.settings.max_upload_files:
         raise PayloadTooLargeError(f"{len(files)} files in one upload; at most {call.service.settings.max_upload_files}")
     limit = call.kb.settings.max_file_bytes
     entries: dict[str, tuple[str, bytes | None, str | None]] = {}
     for upload in files:
-        name = _file_name(upload)
-        if name in entries:
-            raise InvalidRequestError(f"two files are named {name!r}; names identify documents, so rename one")
+        name = _file_name(upload)  # a name given twice: the later file wins, as if uploaded after the first
         data = upload.file.read(limit + 1)
         if len(data) > limit:
             raise FileTooLargeError(name, f"larger than the {limit} bytes a document may have")
         entries[name] = (name, data, upload.content_type)
-    return _queue(call, collection, _metadata(metadata), list(entries.values()))
+    return _queue(call, collection, _metadata(meta), list(entries.values()))
 
 
 @router.post("/urls", status_code=status.HTTP_202_ACCEPTED, response_model=DocumentsQueued, responses=error_responses(403, 409))
 def add_urls(body: UrlAdd, call: CallDep) -> DocumentsQueued:
     """Fetch and add web pages; answers 202 at once with the documents pending."""
     call.principal.require(Role.WRITE, body.collection)
-    bad = [url for url in body.urls if not url.lower().startswith(("http://", "https://"))]
-    if bad:
-        raise InvalidRequestError(f"only http(s) URLs can be added, not {bad[0]!r}")
     entries = [(url, None, None) for url in dict.fromkeys(body.urls)]
     return _queue(call, body.collection, body.metadata, entries)
 
@@ -180,8 +182,10 @@ def reindex_document(document_id: str, call: CallDep) -> DocumentsQueued:
 @router.get(
     "/{document_id}/events",
     responses={
-        200: {"description": "`status` events (StatusEvent JSON) until the document is ready or in error",
-              "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+        **event_stream(
+            "`status` events until the document is ready or in error; an `error` event if it is deleted meanwhile",
+            {"status": inline(StatusEvent), "error": component("ErrorBody")},
+        ),
         **error_responses(403, 404),
     },
     response_class=EventSourceResponse,
