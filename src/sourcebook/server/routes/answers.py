@@ -19,6 +19,8 @@ from ..errors import LLMNotConfiguredError, status_of
 from ..schemas import Answer, AskRequest, SearchRequest, SearchResponse, TokenEvent, component, error_responses, event_stream, inline
 
 router = APIRouter(prefix="/v1", tags=["search and answers"])
+ANSWER_EVENTS = {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")}
+"""The events of a streamed answer (`answer_events`), for the OpenAPI schema."""
 
 
 @router.post("/search", response_model=SearchResponse, responses=error_responses(400, 403))
@@ -66,7 +68,7 @@ def ask(body: AskRequest, call: CallDep) -> dict[str, Any]:
         **event_stream(
             "`token` events as the answer is written, then one `answer` event (the answer after the citation "
             "check), or one `error` event",
-            {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")},
+            ANSWER_EVENTS,
         ),
         **error_responses(400, 403, 409),
     },

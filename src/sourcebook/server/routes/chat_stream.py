@@ -15,8 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ...answering.llm import AnswerStream
 from ..context import Call, CallDep
-from ..schemas import ChatMessageCreate, TokenEvent, component, error_responses, event_stream, inline
-from .answers import answer_events, check_answer_mode
+from ..schemas import ChatMessageCreate, error_responses, event_stream
+from .answers import ANSWER_EVENTS, answer_events, check_answer_mode
 
 router = APIRouter(prefix="/v1/chat/sessions", tags=["chat"])
 
@@ -35,7 +35,7 @@ def _start_turn(session_id: str, body: ChatMessageCreate, call: Call) -> AnswerS
         **event_stream(
             "as POST /v1/ask/stream: `token` events as the answer is written, then one `answer` event (the turn "
             "is stored in the session), or one `error` event",
-            {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")},
+            ANSWER_EVENTS,
         ),
         **error_responses(400, 403, 404, 409),
     },
