@@ -27,6 +27,7 @@ from .chunking import make_prefix
 from .cli_eval import eval_app
 from .cli_keys import keys_app
 from .cli_serve import serve
+from .cli_mcp import mcp_command
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -36,6 +37,7 @@ app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questi
 app.add_typer(eval_app, name="eval")
 app.add_typer(keys_app, name="keys")
 app.command()(serve)
+app.command("mcp")(mcp_command)
 out = Console()
 err = Console(stderr=True)
 

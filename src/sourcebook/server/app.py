@@ -30,7 +30,7 @@ from .limits import BodyLimitMiddleware
 from .metrics import Metrics
 from .observability import ObservabilityMiddleware
 from .ratelimit import RateLimiter
-from .routes import answers, chat, collections, documents, system
+from .routes import answers, chat, chat_stream, collections, documents, system, web
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +137,8 @@ def create_app(
     _install_error_handlers(app)
     for router in (collections.router, documents.router, answers.router, chat.router, system.router):
         app.include_router(router)
+    app.include_router(chat_stream.router)
+    web.install(app)
     app.add_middleware(BodyLimitMiddleware, max_request_bytes=settings.max_request_bytes, max_upload_bytes=settings.max_upload_bytes)
     if settings.cors_origins:
         app.add_middleware(

@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
+from ...answering.llm import AnswerStream
 from ...errors import SourcebookError
 from ...kb import KnowledgeBase
 from ..context import Call, CallDep
@@ -28,6 +29,8 @@ from ..schemas import (
 )
 
 router = APIRouter(prefix="/v1", tags=["search and answers"])
+ANSWER_EVENTS = {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")}
+"""The events of a streamed answer (`answer_events`), for the OpenAPI schema."""
 
 
 @router.post("/search", response_model=SearchResponse, responses=error_responses(400, 403))
@@ -75,7 +78,7 @@ def ask(body: AskRequest, call: CallDep) -> dict[str, Any]:
         **event_stream(
             "`token` events as the answer is written, then one `answer` event (the answer after the citation "
             "check), or one `error` event",
-            {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")},
+            ANSWER_EVENTS,
         ),
         **error_responses(400, 403, 409),
     },
@@ -85,17 +88,19 @@ async def ask_stream(body: AskRequest, call: CallDep) -> EventSourceResponse:
     options = await run_in_threadpool(_ask_options, body, call)
     started = time.perf_counter()
     stream = await run_in_threadpool(call.kb.ask_stream, body.question, **options)
+    return EventSourceResponse(answer_events(stream, call, started))
 
-    async def events() -> AsyncIterator[dict[str, str]]:
-        try:
-            async for delta in iterate_in_threadpool(iter(stream)):
-                yield {"event": "token", "data": TokenEvent(text=delta).model_dump_json()}
-            answer = stream.answer
-        except SourcebookError as exc:  # headers are sent: the error becomes the last event
-            error = {"error": {"code": exc.code, "message": str(exc), "status": status_of(exc)}}
-            yield {"event": "error", "data": json.dumps(error)}
-            return
-        call.service.metrics.observe_answer(answer, time.perf_counter() - started)
-        yield {"event": "answer", "data": json.dumps(answer.to_dict())}
 
-    return EventSourceResponse(events())
+async def answer_events(stream: AnswerStream, call: Call, started: float) -> AsyncIterator[dict[str, str]]:
+    """`token` events as `stream` yields text, then the `answer` (or one `error`): what every
+    streamed answer sends (POST /v1/ask/stream, and chat messages in routes/chat_stream.py)."""
+    try:
+        async for delta in iterate_in_threadpool(iter(stream)):
+            yield {"event": "token", "data": TokenEvent(text=delta).model_dump_json()}
+        answer = stream.answer
+    except SourcebookError as exc:  # headers are sent: the error becomes the last event
+        error = {"error": {"code": exc.code, "message": str(exc), "status": status_of(exc)}}
+        yield {"event": "error", "data": json.dumps(error)}
+        return
+    call.service.metrics.observe_answer(answer, time.perf_counter() - started)
+    yield {"event": "answer", "data": json.dumps(answer.to_dict())}
