@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
 
 
@@ -146,6 +147,44 @@ class Store(Protocol):
 
     def put_chunk_contexts(self, contexts: dict[str, str], generator: str) -> None:
         """Remember situating sentences (chunk hash -> sentence) so re-ingestion does not pay twice."""
+
+    # Knowledge graph (graph/) -------------------------------------------
+    # Nodes merge across documents by key; provenance is per chunk, so deleting a document
+    # or replacing its chunks removes its mentions and supports and prunes every node and
+    # edge left without any. All of it is scoped to the store's tenant.
+    def get_graph_extractions(self, chunk_hashes: Sequence[str], extractor: str) -> dict[str, dict[str, Any]]:
+        """Cached per-chunk extractions (ChunkExtraction JSON) by chunk content hash."""
+
+    def put_graph_extractions(self, extractions: dict[str, dict[str, Any]], extractor: str) -> None:
+        """Cache extractions (chunk hash -> ChunkExtraction JSON) so re-ingestion does not pay twice."""
+
+    def replace_document_graph(self, graph: DocumentGraph) -> None:
+        """Atomically swap the document's mentions, links and aliases for `graph`'s.
+
+        Mentions and links name chunks by id; ones naming chunks the document no longer has
+        are ignored. An alias whose key already has a node merges that node into the
+        canonical one. Raises DocumentNotFoundError for an unknown document.
+        """
+
+    def graph_documents(self) -> dict[str, tuple[str, str]]:
+        """Documents whose graph is built: document id -> (extractor, content hash it was built from)."""
+
+    def list_entities(
+        self, query: str | None = None, type: str | None = None, limit: int | None = 50, offset: int = 0
+    ) -> list[EntityRecord]:
+        """Entities, most mentioned first; `query` is a case-insensitive substring of name, key or alias."""
+
+    def find_entities(self, keys: Sequence[str]) -> dict[str, EntityRecord]:
+        """The entities named by these keys or alias keys, keyed by the key asked for (absent when unknown)."""
+
+    def entity_relations(self, keys: Sequence[str] | None = None, limit: int | None = None) -> list[RelationRecord]:
+        """Relations touching any of the entity keys (every relation when None), heaviest first."""
+
+    def entity_chunks(self, keys: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[tuple[str, str, int]]:
+        """(entity key, chunk id, mention count) for the chunks mentioning these entities, within `filters`."""
+
+    def graph_stats(self) -> dict[str, int]:
+        """Counts of entities, relations and documents with a built graph."""
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from ..errors import (
     InvalidQueryError,
     StoreError,
 )
+from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import (
     Chunk,
     DocumentRecord,
@@ -56,6 +57,7 @@ from ..models import (
     StoredChunk,
 )
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
+from . import sqlite_graph
 from .keyword_index import KeywordIndex, term_counts
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
@@ -146,6 +148,8 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
         "DROP TABLE chunks_fts",
         "ALTER TABLE documents DROP COLUMN keyword_title",
     ),
+    # 4: the knowledge graph (stores/sqlite_graph.py)
+    sqlite_graph.MIGRATION,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -341,6 +345,7 @@ class SQLiteStore:
                     f"document {document_id!r} is in a collection of {dimension}-dimensional vectors, "
                     f"got vectors of dimension {vectors.shape[1]}"
                 )
+            sqlite_graph.forget_document(conn, document_id)
             _delete_chunk_rows(conn, document_id)
             _insert_chunk_rows(conn, document_id, title, chunks, vectors)
             conn.execute(
@@ -352,6 +357,7 @@ class SQLiteStore:
 
     def delete_document(self, document_id: str) -> None:
         with self._write() as conn:
+            sqlite_graph.forget_document(conn, document_id)
             _delete_chunk_rows(conn, document_id)
             if not conn.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount:
                 raise _not_found(document_id)
@@ -507,6 +513,54 @@ class SQLiteStore:
                    ON CONFLICT (chunk_hash, generator) DO UPDATE SET context = excluded.context""",
                 [(h, generator, context, now) for h, context in contexts.items()],
             )
+
+    # Knowledge graph (stores/sqlite_graph.py) -----------------------------
+    @property
+    def _graph_tenant(self) -> str:
+        return str(getattr(self, "tenant", "default"))
+
+    def get_graph_extractions(self, chunk_hashes: Sequence[str], extractor: str) -> dict[str, dict[str, Any]]:
+        with self._read() as conn:
+            return sqlite_graph.get_extractions(conn, self._graph_tenant, chunk_hashes, extractor)
+
+    def put_graph_extractions(self, extractions: dict[str, dict[str, Any]], extractor: str) -> None:
+        with self._write() as conn:
+            sqlite_graph.put_extractions(conn, self._graph_tenant, extractions, extractor, _now())
+
+    def replace_document_graph(self, graph: DocumentGraph) -> None:
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM documents WHERE id = ?", (graph.document_id,)).fetchone() is None:
+                raise _not_found(graph.document_id)
+            sqlite_graph.replace_document_graph(conn, self._graph_tenant, graph, _now())
+
+    def graph_documents(self) -> dict[str, tuple[str, str]]:
+        with self._read() as conn:
+            return sqlite_graph.graph_documents(conn, self._graph_tenant)
+
+    def list_entities(
+        self, query: str | None = None, type: str | None = None, limit: int | None = 50, offset: int = 0
+    ) -> list[EntityRecord]:
+        with self._read() as conn:
+            return sqlite_graph.list_entities(conn, self._graph_tenant, query, type, limit, offset)
+
+    def find_entities(self, keys: Sequence[str]) -> dict[str, EntityRecord]:
+        with self._read() as conn:
+            return sqlite_graph.find_entities(conn, self._graph_tenant, keys)
+
+    def entity_relations(self, keys: Sequence[str] | None = None, limit: int | None = None) -> list[RelationRecord]:
+        with self._read() as conn:
+            return sqlite_graph.relations(conn, self._graph_tenant, keys, limit)
+
+    def entity_chunks(self, keys: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[tuple[str, str, int]]:
+        with self._read() as conn:
+            allowed = _allowed_documents(conn, filters)
+            if allowed == []:
+                return []
+            return sqlite_graph.entity_chunks(conn, self._graph_tenant, keys, allowed)
+
+    def graph_stats(self) -> dict[str, int]:
+        with self._read() as conn:
+            return sqlite_graph.graph_counts(conn, self._graph_tenant)
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:

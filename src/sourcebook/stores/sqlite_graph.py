@@ -1,0 +1,388 @@
+"""The knowledge graph's tables and queries in the SQLite store (schema migration 5).
+
+Why this shape:
+* Nodes and edges are merged across documents (one node per tenant and key), but their
+  provenance is per chunk: `graph_mentions` (node, chunk) and `graph_edge_support` (edge,
+  chunk) reference `chunks.seq`. Removing or re-chunking a document deletes its provenance
+  rows, then every node or edge it touched that has no provenance left is pruned: what
+  only that document supported disappears, what others support stays.
+* Aliases ("dcp" -> the node "data collection pipeline") are resolved when mentions are
+  written, so reads never chase aliases; learning an alias for a key that already has a
+  node merges that node into the canonical one.
+* `graph_extractions` caches each chunk's extraction by chunk hash and extractor, so
+  re-ingesting a document (or building its graph again) pays for new chunks only.
+* Every table has a tenant column (nodes, aliases, cache, built documents) or reaches one
+  through its node or chunk, and every query filters on it.
+
+The functions take a connection inside the caller's transaction (SQLiteStore's lock).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from ..graph.models import WEAK_TYPES, DocumentGraph, EntityRecord, RelationRecord
+
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE graph_nodes (
+        id INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        summary TEXT NOT NULL DEFAULT '',
+        UNIQUE (tenant, key))""",
+    """CREATE TABLE graph_mentions (
+        node_id INTEGER NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+        chunk_seq INTEGER NOT NULL REFERENCES chunks (seq) ON DELETE CASCADE,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (node_id, chunk_seq))""",
+    "CREATE INDEX graph_mentions_chunk ON graph_mentions (chunk_seq)",
+    """CREATE TABLE graph_edges (
+        id INTEGER PRIMARY KEY,
+        source_id INTEGER NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+        target_id INTEGER NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+        relation TEXT NOT NULL,
+        UNIQUE (source_id, target_id, relation))""",
+    "CREATE INDEX graph_edges_target ON graph_edges (target_id)",
+    """CREATE TABLE graph_edge_support (
+        edge_id INTEGER NOT NULL REFERENCES graph_edges (id) ON DELETE CASCADE,
+        chunk_seq INTEGER NOT NULL REFERENCES chunks (seq) ON DELETE CASCADE,
+        weight REAL NOT NULL,
+        PRIMARY KEY (edge_id, chunk_seq))""",
+    "CREATE INDEX graph_edge_support_chunk ON graph_edge_support (chunk_seq)",
+    """CREATE TABLE graph_aliases (
+        tenant TEXT NOT NULL,
+        alias TEXT NOT NULL,
+        node_id INTEGER NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+        PRIMARY KEY (tenant, alias))""",
+    "CREATE INDEX graph_aliases_node ON graph_aliases (node_id)",
+    """CREATE TABLE graph_documents (
+        document_id TEXT PRIMARY KEY REFERENCES documents (id) ON DELETE CASCADE,
+        tenant TEXT NOT NULL,
+        extractor TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        built_at TEXT NOT NULL)""",
+    """CREATE TABLE graph_extractions (
+        tenant TEXT NOT NULL,
+        chunk_hash TEXT NOT NULL,
+        extractor TEXT NOT NULL,
+        data TEXT NOT NULL CHECK (json_valid(data)),
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (tenant, chunk_hash, extractor))""",
+)
+
+_ENTITY_SELECT = """
+    SELECT n.key, n.name, n.type, n.summary, sum(m.count), count(DISTINCT c.document_id),
+           (SELECT json_group_array(a.alias) FROM graph_aliases a WHERE a.node_id = n.id)
+    FROM graph_nodes n
+    JOIN graph_mentions m ON m.node_id = n.id
+    JOIN chunks c ON c.seq = m.chunk_seq"""
+_RELATION_SELECT = """
+    SELECT s.key, s.name, e.relation, t.key, t.name, sum(es.weight), json_group_array(c.id)
+    FROM graph_edges e
+    JOIN graph_nodes s ON s.id = e.source_id
+    JOIN graph_nodes t ON t.id = e.target_id
+    JOIN graph_edge_support es ON es.edge_id = e.id
+    JOIN chunks c ON c.seq = es.chunk_seq"""
+
+
+def _ids(values: Sequence[Any]) -> str:
+    return json.dumps(list(values))
+
+
+# Writing ---------------------------------------------------------------------------
+def forget_document(conn: sqlite3.Connection, document_id: str) -> None:
+    """Drop the document's provenance rows and prune what they alone supported."""
+    seqs = [row[0] for row in conn.execute("SELECT seq FROM chunks WHERE document_id = ?", (document_id,))]
+    conn.execute("DELETE FROM graph_documents WHERE document_id = ?", (document_id,))
+    if not seqs:
+        return
+    chunk_list = _ids(seqs)
+    nodes = [r[0] for r in conn.execute(
+        "SELECT DISTINCT node_id FROM graph_mentions WHERE chunk_seq IN (SELECT value FROM json_each(?))", (chunk_list,))]
+    edges = [r[0] for r in conn.execute(
+        "SELECT DISTINCT edge_id FROM graph_edge_support WHERE chunk_seq IN (SELECT value FROM json_each(?))",
+        (chunk_list,))]
+    conn.execute("DELETE FROM graph_mentions WHERE chunk_seq IN (SELECT value FROM json_each(?))", (chunk_list,))
+    conn.execute("DELETE FROM graph_edge_support WHERE chunk_seq IN (SELECT value FROM json_each(?))", (chunk_list,))
+    _prune(conn, nodes, edges)
+
+
+def _prune(conn: sqlite3.Connection, nodes: Sequence[int], edges: Sequence[int]) -> None:
+    """Delete the given edges and nodes that have no provenance left (a node's edges and
+    aliases go with it by cascade)."""
+    conn.execute(
+        """DELETE FROM graph_edges WHERE id IN (SELECT value FROM json_each(?))
+           AND NOT EXISTS (SELECT 1 FROM graph_edge_support s WHERE s.edge_id = graph_edges.id)""",
+        (_ids(edges),),
+    )
+    conn.execute(
+        """DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?))
+           AND NOT EXISTS (SELECT 1 FROM graph_mentions m WHERE m.node_id = graph_nodes.id)""",
+        (_ids(nodes),),
+    )
+
+
+def replace_document_graph(conn: sqlite3.Connection, tenant: str, graph: DocumentGraph, now: str) -> None:
+    """Swap the document's contribution to the graph for `graph` (see the module docstring)."""
+    forget_document(conn, graph.document_id)
+    seqs = dict(conn.execute("SELECT id, seq FROM chunks WHERE document_id = ?", (graph.document_id,)).fetchall())
+    attributes = {m.key: (m.name, m.type, m.summary) for m in graph.mentions}
+    writer = _GraphWriter(conn, tenant, attributes)
+    for alias in graph.aliases:
+        writer.add_alias(alias.alias, alias.key)
+    for mention in graph.mentions:
+        if mention.chunk_id in seqs:
+            node = writer.node(mention.key, (mention.name, mention.type, mention.summary))
+            conn.execute(
+                """INSERT INTO graph_mentions (node_id, chunk_seq, count) VALUES (?, ?, ?)
+                   ON CONFLICT (node_id, chunk_seq) DO UPDATE SET count = count + excluded.count""",
+                (node, seqs[mention.chunk_id], mention.count),
+            )
+    for link in graph.links:
+        if link.chunk_id not in seqs:
+            continue
+        source, target = writer.node(link.source), writer.node(link.target)
+        if source != target:
+            writer.support(writer.edge(source, target, link.relation), seqs[link.chunk_id], link.weight)
+    conn.execute(
+        """INSERT INTO graph_documents (document_id, tenant, extractor, content_hash, built_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (document_id) DO UPDATE SET extractor = excluded.extractor,
+               content_hash = excluded.content_hash, built_at = excluded.built_at""",
+        (graph.document_id, tenant, graph.extractor, graph.content_hash, now),
+    )
+    # Nodes created for aliases or links but never mentioned have no provenance: drop them.
+    _prune(conn, writer.created, [])
+
+
+class _GraphWriter:
+    """Node, alias and edge upserts of one tenant inside one transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, tenant: str, attributes: dict[str, tuple[str, str, str]]) -> None:
+        self.conn = conn
+        self.tenant = tenant
+        self.attributes = attributes
+        self.created: list[int] = []
+
+    def resolve(self, key: str) -> int | None:
+        row = self.conn.execute(
+            "SELECT node_id FROM graph_aliases WHERE tenant = ? AND alias = ?", (self.tenant, key)
+        ).fetchone() or self.conn.execute(
+            "SELECT id FROM graph_nodes WHERE tenant = ? AND key = ?", (self.tenant, key)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def node(self, key: str, attributes: tuple[str, str, str] | None = None) -> int:
+        """The node `key` names (through aliases), created if new; its name, type and summary
+        improve when this mention knows better (a capitalised name, a specific type, a summary)."""
+        name, type_, summary = attributes or self.attributes.get(key, (key, "concept", ""))
+        found = self.resolve(key)
+        if found is None:
+            cursor = self.conn.execute(
+                "INSERT INTO graph_nodes (tenant, key, name, type, summary) VALUES (?, ?, ?, ?, ?)",
+                (self.tenant, key, name, type_, summary),
+            )
+            self.created.append(int(cursor.lastrowid or 0))
+            return int(cursor.lastrowid or 0)
+        old_name, old_type, old_summary = self.conn.execute(
+            "SELECT name, type, summary FROM graph_nodes WHERE id = ?", (found,)
+        ).fetchone()
+        better_name = old_name.islower() and not name.islower() and key == self.key_of(found)
+        self.conn.execute(
+            "UPDATE graph_nodes SET name = ?, type = ?, summary = ? WHERE id = ?",
+            (
+                name if better_name else old_name,
+                type_ if old_type in WEAK_TYPES and type_ not in WEAK_TYPES else old_type,
+                old_summary or summary,
+                found,
+            ),
+        )
+        return found
+
+    def key_of(self, node: int) -> str:
+        return str(self.conn.execute("SELECT key FROM graph_nodes WHERE id = ?", (node,)).fetchone()[0])
+
+    def add_alias(self, alias: str, key: str) -> None:
+        """Make `alias` name the node of `key`; an existing node called `alias` merges into it."""
+        canonical = self.node(key)
+        if self.resolve(alias) == canonical:
+            return
+        if self.conn.execute(
+            "SELECT 1 FROM graph_aliases WHERE tenant = ? AND alias = ?", (self.tenant, alias)
+        ).fetchone():
+            return  # the alias names another node already: the first definition wins
+        old = self.conn.execute("SELECT id FROM graph_nodes WHERE tenant = ? AND key = ?", (self.tenant, alias)).fetchone()
+        if old is not None and int(old[0]) != canonical:
+            self.merge(int(old[0]), canonical)
+        self.conn.execute(
+            "INSERT OR IGNORE INTO graph_aliases (tenant, alias, node_id) VALUES (?, ?, ?)", (self.tenant, alias, canonical)
+        )
+
+    def merge(self, old: int, into: int) -> None:
+        """Move `old`'s mentions, edges and aliases to `into`, then delete `old`."""
+        self.conn.execute(
+            """INSERT INTO graph_mentions (node_id, chunk_seq, count)
+               SELECT ?, chunk_seq, count FROM graph_mentions WHERE node_id = ? AND true
+               ON CONFLICT (node_id, chunk_seq) DO UPDATE SET count = count + excluded.count""",
+            (into, old),
+        )
+        edges = self.conn.execute(
+            "SELECT id, source_id, target_id, relation FROM graph_edges WHERE source_id = ? OR target_id = ?", (old, old)
+        ).fetchall()
+        for edge, source, target, relation in edges:
+            source, target = (into if source == old else source), (into if target == old else target)
+            if source != target:
+                moved = self.edge(source, target, relation)
+                self.conn.execute(
+                    """INSERT INTO graph_edge_support (edge_id, chunk_seq, weight)
+                       SELECT ?, chunk_seq, weight FROM graph_edge_support WHERE edge_id = ? AND true
+                       ON CONFLICT (edge_id, chunk_seq) DO UPDATE SET weight = weight + excluded.weight""",
+                    (moved, edge),
+                )
+            self.conn.execute("DELETE FROM graph_edges WHERE id = ?", (edge,))
+        self.conn.execute("UPDATE graph_aliases SET node_id = ? WHERE node_id = ?", (into, old))
+        self.conn.execute(
+            "INSERT OR IGNORE INTO graph_aliases (tenant, alias, node_id) SELECT tenant, key, ? FROM graph_nodes WHERE id = ?",
+            (into, old),
+        )
+        self.conn.execute("DELETE FROM graph_nodes WHERE id = ?", (old,))
+
+    def edge(self, source: int, target: int, relation: str) -> int:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO graph_edges (source_id, target_id, relation) VALUES (?, ?, ?)", (source, target, relation)
+        )
+        row = self.conn.execute(
+            "SELECT id FROM graph_edges WHERE source_id = ? AND target_id = ? AND relation = ?", (source, target, relation)
+        ).fetchone()
+        return int(row[0])
+
+    def support(self, edge: int, chunk_seq: int, weight: float) -> None:
+        self.conn.execute(
+            """INSERT INTO graph_edge_support (edge_id, chunk_seq, weight) VALUES (?, ?, ?)
+               ON CONFLICT (edge_id, chunk_seq) DO UPDATE SET weight = weight + excluded.weight""",
+            (edge, chunk_seq, weight),
+        )
+
+
+# Reading ---------------------------------------------------------------------------
+def _entity(row: tuple[Any, ...]) -> EntityRecord:
+    key, name, type_, summary, mentions, documents, aliases = row
+    return EntityRecord(key, name, type_, summary, int(mentions), int(documents), tuple(sorted(json.loads(aliases))))
+
+
+def _relation(row: tuple[Any, ...]) -> RelationRecord:
+    source, source_name, relation, target, target_name, weight, chunk_ids = row
+    return RelationRecord(source, source_name, relation, target, target_name, float(weight),
+                          tuple(sorted(set(json.loads(chunk_ids)))))
+
+
+def list_entities(
+    conn: sqlite3.Connection, tenant: str, query: str | None, type_: str | None, limit: int | None, offset: int
+) -> list[EntityRecord]:
+    conditions, params = ["n.tenant = ?"], [tenant]
+    if type_:
+        conditions.append("n.type = ?")
+        params.append(type_)
+    if query:
+        pattern = f"%{query.lower()}%"
+        conditions.append(
+            "(n.key LIKE ? OR lower(n.name) LIKE ? OR EXISTS "
+            "(SELECT 1 FROM graph_aliases a WHERE a.node_id = n.id AND a.alias LIKE ?))"
+        )
+        params += [pattern, pattern, pattern]
+    rows = conn.execute(
+        f"""{_ENTITY_SELECT} WHERE {' AND '.join(conditions)}
+            GROUP BY n.id ORDER BY sum(m.count) DESC, n.key LIMIT ? OFFSET ?""",
+        (*params, -1 if limit is None else limit, offset),
+    ).fetchall()
+    return [_entity(row) for row in rows]
+
+
+def find_entities(conn: sqlite3.Connection, tenant: str, keys: Sequence[str]) -> dict[str, EntityRecord]:
+    """Entities by key or alias key, keyed by the key asked for."""
+    rows = conn.execute(
+        """WITH asked (k) AS (SELECT value FROM json_each(?)),
+                hits (k, node_id) AS (
+                  SELECT asked.k, n.id FROM asked JOIN graph_nodes n ON n.tenant = ? AND n.key = asked.k
+                  UNION
+                  SELECT asked.k, a.node_id FROM asked JOIN graph_aliases a ON a.tenant = ? AND a.alias = asked.k)
+           SELECT hits.k, n.key, n.name, n.type, n.summary, sum(m.count), count(DISTINCT c.document_id),
+                  (SELECT json_group_array(a.alias) FROM graph_aliases a WHERE a.node_id = n.id)
+           FROM hits JOIN graph_nodes n ON n.id = hits.node_id
+           JOIN graph_mentions m ON m.node_id = n.id JOIN chunks c ON c.seq = m.chunk_seq
+           GROUP BY hits.k, n.id""",
+        (_ids(dict.fromkeys(keys)), tenant, tenant),
+    ).fetchall()
+    return {row[0]: _entity(row[1:]) for row in rows}
+
+
+def relations(conn: sqlite3.Connection, tenant: str, keys: Sequence[str] | None, limit: int | None) -> list[RelationRecord]:
+    """Edges touching any of `keys` (all edges when None), heaviest first."""
+    where, params = "s.tenant = ?", [tenant]
+    if keys is not None:
+        where += " AND (s.key IN (SELECT value FROM json_each(?)) OR t.key IN (SELECT value FROM json_each(?)))"
+        params += [_ids(keys), _ids(keys)]
+    rows = conn.execute(
+        f"{_RELATION_SELECT} WHERE {where} GROUP BY e.id ORDER BY sum(es.weight) DESC, s.key, t.key, e.relation LIMIT ?",
+        (*params, -1 if limit is None else limit),
+    ).fetchall()
+    return [_relation(row) for row in rows]
+
+
+def entity_chunks(
+    conn: sqlite3.Connection, tenant: str, keys: Sequence[str], allowed: list[str] | None
+) -> list[tuple[str, str, int]]:
+    """(entity key, chunk id, mentions) for the entities' chunks in the allowed documents."""
+    where, params = "", [tenant, _ids(keys)]
+    if allowed is not None:
+        where = "AND c.document_id IN (SELECT value FROM json_each(?))"
+        params.append(_ids(allowed))
+    rows = conn.execute(
+        f"""SELECT n.key, c.id, m.count FROM graph_nodes n
+            JOIN graph_mentions m ON m.node_id = n.id JOIN chunks c ON c.seq = m.chunk_seq
+            WHERE n.tenant = ? AND n.key IN (SELECT value FROM json_each(?)) {where}
+            ORDER BY n.key, m.count DESC, c.id""",
+        params,
+    ).fetchall()
+    return [(key, chunk, int(count)) for key, chunk, count in rows]
+
+
+def graph_documents(conn: sqlite3.Connection, tenant: str) -> dict[str, tuple[str, str]]:
+    rows = conn.execute(
+        "SELECT document_id, extractor, content_hash FROM graph_documents WHERE tenant = ?", (tenant,)
+    ).fetchall()
+    return {doc: (extractor, content_hash) for doc, extractor, content_hash in rows}
+
+
+def graph_counts(conn: sqlite3.Connection, tenant: str) -> dict[str, int]:
+    nodes = conn.execute("SELECT count(*) FROM graph_nodes WHERE tenant = ?", (tenant,)).fetchone()[0]
+    edges = conn.execute(
+        "SELECT count(*) FROM graph_edges e JOIN graph_nodes s ON s.id = e.source_id WHERE s.tenant = ?", (tenant,)
+    ).fetchone()[0]
+    documents = conn.execute("SELECT count(*) FROM graph_documents WHERE tenant = ?", (tenant,)).fetchone()[0]
+    return {"entities": int(nodes), "relations": int(edges), "documents": int(documents)}
+
+
+def get_extractions(
+    conn: sqlite3.Connection, tenant: str, hashes: Sequence[str], extractor: str
+) -> dict[str, dict[str, Any]]:
+    rows = conn.execute(
+        """SELECT chunk_hash, data FROM graph_extractions
+           WHERE tenant = ? AND extractor = ? AND chunk_hash IN (SELECT value FROM json_each(?))""",
+        (tenant, extractor, _ids(dict.fromkeys(hashes))),
+    )
+    return {chunk_hash: json.loads(data) for chunk_hash, data in rows}
+
+
+def put_extractions(
+    conn: sqlite3.Connection, tenant: str, extractions: dict[str, dict[str, Any]], extractor: str, now: str
+) -> None:
+    conn.executemany(
+        """INSERT INTO graph_extractions (tenant, chunk_hash, extractor, data, created_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (tenant, chunk_hash, extractor) DO UPDATE SET data = excluded.data""",
+        [(tenant, h, extractor, json.dumps(data), now) for h, data in extractions.items()],
+    )
