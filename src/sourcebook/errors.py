@@ -125,3 +125,9 @@ class ChatSessionNotFoundError(StoreError):
     """No chat session has the given id."""
 
     code = "chat_session_not_found"
+
+
+class EntityNotFoundError(StoreError):
+    """No knowledge-graph entity matches the given name (or several do)."""
+
+    code = "entity_not_found"

@@ -71,12 +71,20 @@ def test_relations_know_their_supporting_chunks(store: Store) -> None:
 def test_entity_chunks_honour_search_filters(store: Store) -> None:
     tidewater_docs(store)
     everything = store.entity_chunks(["kafka", "keel"])
-    assert sorted(everything) == [("kafka", "d1#0", 1), ("kafka", "d1#1", 1), ("kafka", "d2#0", 2), ("keel", "d1#1", 1)]
+    assert sorted(everything) == [("kafka", "d1#0", "d1", 1), ("kafka", "d1#1", "d1", 1), ("kafka", "d2#0", "d2", 2), ("keel", "d1#1", "d1", 1)]
     only_other = store.entity_chunks(["kafka"], SearchFilter.build("other"))
-    assert only_other == [("kafka", "d2#0", 2)]
-    assert store.entity_chunks(["kafka"], SearchFilter.build(document_ids=["d1"])) == [("kafka", "d1#0", 1), ("kafka", "d1#1", 1)]
+    assert only_other == [("kafka", "d2#0", "d2", 2)]
+    assert store.entity_chunks(["kafka"], SearchFilter.build(document_ids=["d1"])) == [("kafka", "d1#0", "d1", 1), ("kafka", "d1#1", "d1", 1)]
     assert store.entity_chunks(["kafka"], SearchFilter.build("nowhere")) == []
     assert store.entity_chunks(["unknown"]) == []
+
+
+def test_chunk_entities_lists_what_each_chunk_mentions(store: Store) -> None:
+    tidewater_docs(store)
+    assert store.chunk_entities(["d1#0", "d2#0", "nothing#0"]) == {
+        "d1#0": {"tidewater": 1, "kafka": 1}, "d2#0": {"kafka": 2, "aws": 1},
+    }
+    assert store.chunk_entities([]) == {}
 
 
 def test_search_and_find_entities(store: Store) -> None:
@@ -178,6 +186,7 @@ def test_tenants_never_see_each_others_graph(store: Store) -> None:
     other = store.for_tenant("acme")
     assert other.list_entities() == [] and other.entity_relations() == []
     assert other.find_entities(["kafka"]) == {} and other.entity_chunks(["kafka"]) == []
+    assert other.chunk_entities(["d1#0"]) == {}
     assert other.graph_documents() == {} and other.graph_stats() == {"entities": 0, "relations": 0, "documents": 0}
     assert other.get_graph_extractions(["h1"], "offline:1") == {}
     other.ensure_collection("docs", "test-model", 4)

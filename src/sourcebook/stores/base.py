@@ -180,8 +180,14 @@ class Store(Protocol):
     def entity_relations(self, keys: Sequence[str] | None = None, limit: int | None = None) -> list[RelationRecord]:
         """Relations touching any of the entity keys (every relation when None), heaviest first."""
 
-    def entity_chunks(self, keys: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[tuple[str, str, int]]:
-        """(entity key, chunk id, mention count) for the chunks mentioning these entities, within `filters`."""
+    def entity_chunks(
+        self, keys: Sequence[str], filters: SearchFilter = SearchFilter()
+    ) -> list[tuple[str, str, str, int]]:
+        """(entity key, chunk id, document id, mention count) for the chunks mentioning these
+        entities within `filters`, by key, then most mentions first."""
+
+    def chunk_entities(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """chunk id -> {entity key: mention count}, for those of the chunks that mention any entity."""
 
     def graph_stats(self) -> dict[str, int]:
         """Counts of entities, relations and documents with a built graph."""

@@ -551,12 +551,18 @@ class SQLiteStore:
         with self._read() as conn:
             return sqlite_graph.relations(conn, self._graph_tenant, keys, limit)
 
-    def entity_chunks(self, keys: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[tuple[str, str, int]]:
+    def entity_chunks(
+        self, keys: Sequence[str], filters: SearchFilter = SearchFilter()
+    ) -> list[tuple[str, str, str, int]]:
         with self._read() as conn:
             allowed = _allowed_documents(conn, filters)
             if allowed == []:
                 return []
             return sqlite_graph.entity_chunks(conn, self._graph_tenant, keys, allowed)
+
+    def chunk_entities(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        with self._read() as conn:
+            return sqlite_graph.chunk_entities(conn, self._graph_tenant, chunk_ids)
 
     def graph_stats(self) -> dict[str, int]:
         with self._read() as conn:

@@ -335,20 +335,34 @@ def relations(conn: sqlite3.Connection, tenant: str, keys: Sequence[str] | None,
 
 def entity_chunks(
     conn: sqlite3.Connection, tenant: str, keys: Sequence[str], allowed: list[str] | None
-) -> list[tuple[str, str, int]]:
-    """(entity key, chunk id, mentions) for the entities' chunks in the allowed documents."""
+) -> list[tuple[str, str, str, int]]:
+    """(entity key, chunk id, document id, mentions) for the entities' chunks in the allowed documents."""
     where, params = "", [tenant, _ids(keys)]
     if allowed is not None:
         where = "AND c.document_id IN (SELECT value FROM json_each(?))"
         params.append(_ids(allowed))
     rows = conn.execute(
-        f"""SELECT n.key, c.id, m.count FROM graph_nodes n
+        f"""SELECT n.key, c.id, c.document_id, m.count FROM graph_nodes n
             JOIN graph_mentions m ON m.node_id = n.id JOIN chunks c ON c.seq = m.chunk_seq
             WHERE n.tenant = ? AND n.key IN (SELECT value FROM json_each(?)) {where}
             ORDER BY n.key, m.count DESC, c.id""",
         params,
     ).fetchall()
-    return [(key, chunk, int(count)) for key, chunk, count in rows]
+    return [(key, chunk, document, int(count)) for key, chunk, document, count in rows]
+
+
+def chunk_entities(conn: sqlite3.Connection, tenant: str, chunk_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+    """chunk id -> {entity key: mentions} for the chunks that mention any entity."""
+    found: dict[str, dict[str, int]] = {}
+    rows = conn.execute(
+        """SELECT c.id, n.key, m.count FROM chunks c
+           JOIN graph_mentions m ON m.chunk_seq = c.seq JOIN graph_nodes n ON n.id = m.node_id
+           WHERE n.tenant = ? AND c.id IN (SELECT value FROM json_each(?))""",
+        (tenant, _ids(chunk_ids)),
+    )
+    for chunk_id, key, count in rows:
+        found.setdefault(chunk_id, {})[key] = int(count)
+    return found
 
 
 def graph_documents(conn: sqlite3.Connection, tenant: str) -> dict[str, tuple[str, str]]:
