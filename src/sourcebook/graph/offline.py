@@ -136,7 +136,8 @@ def _sentence_spans(sentence: str, known: frozenset[str], heading: bool) -> list
     spans += _name_spans(words, sentence, known, heading)
     used = {i for s in spans for i in range(s.start, s.end)}
     free = [(s, e, w) for s, e, w in words if s not in used]
-    spans += _phrase_spans(free, sentence)
+    ends = {s.end for s in spans}
+    spans += _phrase_spans(free, sentence, ends)
     return sorted(spans, key=lambda s: s.start)
 
 
@@ -193,12 +194,21 @@ def _opens(sentence: str, start: int) -> bool:
     return not re.search(r"[A-Za-z]", line) or line.rstrip().endswith(":")
 
 
-def _phrase_spans(words: list[tuple[int, int, str]], sentence: str) -> list[_Span]:
-    """Two or three adjacent lower-case content words: weak key-phrase candidates."""
+def _phrase_spans(words: list[tuple[int, int, str]], sentence: str, name_ends: set[int]) -> list[_Span]:
+    """Two or three adjacent lower-case content words: weak key-phrase candidates. A run right
+    after a name that starts with a verb-like word ("Tidewater publishes readings") is the
+    name's predicate, not a phrase."""
     spans: list[_Span] = []
     run: list[tuple[int, int, str]] = []
 
     def close() -> None:
+        first = run[0] if run else None
+        if first and first[2].endswith(("s", "ed")) and not first[2].endswith("ss") and (
+            sentence[: first[0]].rstrip() and len(sentence[: first[0]]) - len(sentence[: first[0]].rstrip()) <= 1
+            and len(sentence[: first[0]].rstrip()) in name_ends
+        ):
+            run.clear()
+            return
         if 2 <= len(run) <= 3:
             start, end = run[0][0], run[-1][1]
             spans.append(_Span(start, end, sentence[start:end], "phrase", weak=True))
@@ -224,7 +234,7 @@ def _definitions(sentence: str) -> list[tuple[str, str]]:
         inside = match.group(1).strip()
         before = _WORD.findall(sentence[: match.start()])
         if is_acronym(inside):
-            for size in range(len(inside.rstrip("s")) + 2, 1, -1):
+            for size in range(2, len(inside.rstrip("s")) + 3):  # the shortest run that spells it
                 if len(before) >= size and expands(inside, before[-size:]):
                     found.append((inside, " ".join(before[-size:])))
                     break
@@ -242,12 +252,14 @@ def _definitions(sentence: str) -> list[tuple[str, str]]:
 
 
 def _pairs(sentence: str, spans: list[_Span]) -> list[tuple[tuple[_Span, _Span], str]]:
-    """Every ordered pair of the sentence's mentions with its label."""
+    """Every ordered pair of the sentence's mentions with its label: the words between them
+    when nothing but key-phrase candidates stands there, else RELATED."""
     pairs = []
     for i, a in enumerate(spans):
         for j in range(i + 1, len(spans)):
             b = spans[j]
-            label = _label(sentence[a.end : b.start]) if j == i + 1 else RELATED
+            between_free = all(s.type == "phrase" for s in spans[i + 1 : j])
+            label = _label(sentence[a.end : b.start]) if between_free else RELATED
             pairs.append(((a, b), label))
     return pairs
 

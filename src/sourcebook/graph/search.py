@@ -42,21 +42,15 @@ _WORD = re.compile(r"[A-Za-z0-9][\w.+#/-]*[\w+#]|[A-Za-z0-9]")
 
 
 def question_ngrams(question: str) -> list[tuple[int, int, str]]:
-    """(first word, last word + 1, key) of every n-gram that could name an entity, longest first.
-
-    In a question that uses capitals, a lower-case n-gram does not match a capitalised
-    one-word name: "new starters" is not the Starter plan, "security" not the Security team.
-    """
+    """(first word, last word + 1, key) of every n-gram that could name an entity, longest first."""
     words = [w.rstrip(".") for w in _WORD.findall(question)]
-    cased = any(w[0].isupper() for w in words[1:])
     grams: list[tuple[int, int, str]] = []
     for size in range(MAX_NGRAM, 0, -1):
         for start in range(len(words) - size + 1):
             span = words[start : start + size]
             if span[0].lower() in STOPWORDS or span[-1].lower() in STOPWORDS:
                 continue
-            key = entity_key(" ".join(span))
-            if key and not (cased and size == 1 and span[0].islower()):
+            if key := entity_key(" ".join(span)):
                 grams.append((start, start + size, key))
     return grams
 
@@ -67,7 +61,7 @@ def seed_entities(store: Store, question: str) -> list[EntityRecord]:
     name in a question that uses capitals ("security" vs "Security")."""
     grams = question_ngrams(question)
     found = store.find_entities(sorted({key for _, _, key in grams}))
-    words = _WORD.findall(question)
+    words = [w.rstrip(".") for w in _WORD.findall(question)]
     cased = any(w[0].isupper() for w in words[1:])
     covered: set[int] = set()
     seeds: dict[str, EntityRecord] = {}

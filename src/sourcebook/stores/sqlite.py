@@ -574,6 +574,7 @@ class SQLiteStore:
             by_status = dict(conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
             chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
             vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            graph = sqlite_graph.graph_counts(conn, self._graph_tenant)
         return {
             "backend": "sqlite",
             "path": self.path,
@@ -582,6 +583,7 @@ class SQLiteStore:
             "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
             "chunks": chunks,
             "vectors": vectors,
+            "graph": graph,
             "collections": [asdict(info) for info in self.collections()],
         }
 
