@@ -29,7 +29,9 @@ from .models import Hit, ScoredId, SearchFilter
 from .settings import RetrievalMode, Settings
 from .stores.base import Store
 
-MODES: tuple[RetrievalMode, ...] = ("keyword", "vector", "hybrid", "graph")
+MODES: tuple[RetrievalMode, ...] = ("keyword", "vector", "hybrid")
+"""The modes that need no knowledge graph (what `eval retrieval` runs by default)."""
+SEARCH_MODES: tuple[RetrievalMode, ...] = (*MODES, "graph")
 _FUSED: tuple[RetrievalMode, ...] = ("hybrid", "graph")
 
 
@@ -54,8 +56,8 @@ class SearchOptions:
     """Length of the graph list: only its best chunks are worth a boost."""
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise InvalidQueryError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.mode not in SEARCH_MODES:
+            raise InvalidQueryError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(SEARCH_MODES)}")
         if self.top_k < 1:
             raise InvalidQueryError(f"top_k must be at least 1, got {self.top_k}")
         if self.fusion not in ("zscore", "rrf"):
