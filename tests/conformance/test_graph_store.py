@@ -179,8 +179,6 @@ def test_extraction_cache_by_chunk_hash_and_extractor(store: Store) -> None:
 
 
 def test_tenants_never_see_each_others_graph(store: Store) -> None:
-    if not hasattr(store, "for_tenant"):
-        pytest.skip("this store has no tenants yet (main's tenant migration not merged)")
     tidewater_docs(store)
     store.put_graph_extractions({"h1": {"entities": [], "relations": []}}, "offline:1")
     other = store.for_tenant("acme")
