@@ -41,10 +41,13 @@ CollectionOpt = Annotated[Optional[str], typer.Option("--collection", "-c", help
 
 class _State:
     db: str | None = None
+    tenant: str | None = None
 
 
 def _open() -> KnowledgeBase:
-    return KnowledgeBase.open(_State.db or os.environ.get("SOURCEBOOK_DB") or "sourcebook.db")
+    """The knowledge base the global options (else $SOURCEBOOK_DB / $SOURCEBOOK_TENANT) name."""
+    overrides = {"tenant": _State.tenant} if _State.tenant else {}
+    return KnowledgeBase.open(_State.db or os.environ.get("SOURCEBOOK_DB") or "sourcebook.db", **overrides)
 
 
 def _emit_json(data: Any) -> None:
@@ -85,8 +88,12 @@ def main(
     db: Annotated[
         Optional[str], typer.Option("--db", help="Knowledge base file (else $SOURCEBOOK_DB, else ./sourcebook.db).")
     ] = None,
+    tenant: Annotated[
+        Optional[str], typer.Option("--tenant", help="Tenant to act as (else $SOURCEBOOK_TENANT, else 'default').")
+    ] = None,
 ) -> None:
     _State.db = db
+    _State.tenant = tenant
 
 
 @contextmanager

@@ -47,7 +47,17 @@ class ChatMessageRecord:
 
 @runtime_checkable
 class Store(Protocol):
-    """Persistent documents, chunks, vectors and keyword index."""
+    """Persistent documents, chunks, vectors and keyword index, scoped to one tenant.
+
+    Every method sees and changes only the rows of `tenant`; `for_tenant` gives the same
+    database scoped to another tenant (sharing connections), which is how a server that
+    serves many tenants holds one store.
+    """
+
+    tenant: str
+
+    def for_tenant(self, tenant: str) -> Store:
+        """The same database scoped to `tenant`. Raises InvalidTenantError for a bad name."""
 
     # Collections ---------------------------------------------------------
     def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:

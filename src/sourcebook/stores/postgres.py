@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -39,6 +38,7 @@ from psycopg_pool import ConnectionPool
 
 from ..errors import ConfigurationError, InvalidQueryError, StoreError
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
+from ..tenants import DEFAULT_TENANT, check_tenant
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from .common import (
     check_chunks_and_vectors,
@@ -67,7 +67,6 @@ from .postgres_schema import (
     schema_version,
 )
 
-_TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 # ts_rank_cd with normalisation 1 (divide by 1 + log(length)): see bench/postgres_scifact.py.
 KEYWORD_RANK = "ts_rank_cd(c.tsv, q, 1)"
 _SCOPE = (
@@ -107,17 +106,16 @@ class PostgresStore:
         self,
         dsn: str,
         *,
-        tenant: str = "default",
+        tenant: str = DEFAULT_TENANT,
         hnsw: HnswSettings | None = None,
         pool_size: int = 10,
     ) -> None:
         """Connect, migrate the schema if needed, and open the pool."""
         self.dsn = dsn
-        self.tenant = _check_tenant(tenant)
+        self.tenant = check_tenant(tenant)
         self.hnsw = hnsw or HnswSettings()
         self._where = _redacted(dsn)
         self._indexed_dimensions: set[int] = set()
-        self._owns_pool = True
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 self.migration = migrate(conn, self._where)
@@ -140,17 +138,15 @@ class PostgresStore:
         columns = ", ".join(f"{name} {'vector' if kind == 'vector' else kind}" for name, kind in _COPY_COLUMNS)
         conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS chunk_staging ({columns}) ON COMMIT DELETE ROWS")
 
-    def for_tenant(self, name: str) -> PostgresStore:
-        """The same database (and pool) scoped to tenant `name`."""
+    def for_tenant(self, tenant: str) -> PostgresStore:
+        """The same database (and pool) scoped to `tenant`."""
         scoped = copy.copy(self)
-        scoped.tenant = _check_tenant(name)
-        scoped._owns_pool = False
+        scoped.tenant = check_tenant(tenant)
         return scoped
 
     def close(self) -> None:
-        """Close the pool (a `for_tenant` view leaves the shared pool to its origin)."""
-        if self._owns_pool:
-            self._pool.close()
+        """Close the pool: every tenant's view of the database."""
+        self._pool.close()
 
     def __enter__(self) -> Self:
         return self
@@ -271,11 +267,12 @@ class PostgresStore:
             ).fetchone()
             if taken is not None:
                 raise source_taken(source, collection, taken[0])
-            conn.execute(
+            _upsert_document_row(
+                conn,
                 """INSERT INTO documents (id, collection, source, title, media_type, status, error,
                                           metadata, created_at, updated_at)
                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (tenant, id) DO UPDATE SET
+                   ON CONFLICT (id) DO UPDATE SET
                        collection = excluded.collection, source = excluded.source,
                        title = excluded.title, media_type = excluded.media_type,
                        status = excluded.status, error = excluded.error,
@@ -501,7 +498,7 @@ class PostgresStore:
         }
 
 
-def open_postgres(url: str, tenant: str = "default") -> PostgresStore:
+def open_postgres(url: str, tenant: str = DEFAULT_TENANT) -> PostgresStore:
     """`open_store`'s factory: a DSN whose query may also carry the store's own settings
     (``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search``, ``pool_size``), which are
     taken out before the DSN reaches libpq."""
@@ -532,6 +529,18 @@ def migrate_postgres(url: str) -> MigrationReport:
 
 
 # Writing and filtering ------------------------------------------------------------
+def _upsert_document_row(conn: psycopg.Connection, query: str, params: tuple[Any, ...]) -> None:
+    """The upsert, with a clear error when another tenant holds the id: its row is invisible
+    here, so the conflict's UPDATE fails the row-level security check instead."""
+    try:
+        with conn.transaction():
+            conn.execute(query, params)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StoreError(
+            f"document id {params[0]!r} is taken; derive ids with sourcebook.ingest.document_id"
+        ) from exc
+
+
 def _copy_chunks(
     conn: psycopg.Connection, document_id: str, collection: str, title: str, chunks: Sequence[Chunk],
     vectors: np.ndarray,
@@ -606,12 +615,6 @@ def _stored_chunk(row: tuple[Any, ...]) -> StoredChunk:
         id=id_, document_id=document_id, collection=collection, source=source, title=title,
         position=position, text=text, heading_path=tuple(heading_path), page=page, prefix=prefix,
     )
-
-
-def _check_tenant(name: str) -> str:
-    if not _TENANT_NAME.match(name):
-        raise ConfigurationError(f"tenant name {name!r} must match {_TENANT_NAME.pattern}")
-    return name
 
 
 def _redacted(dsn: str) -> str:

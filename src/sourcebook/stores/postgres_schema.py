@@ -71,7 +71,8 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 metadata jsonb NOT NULL DEFAULT '{{}}',
                 created_at timestamptz NOT NULL,
                 updated_at timestamptz NOT NULL,
-                PRIMARY KEY (tenant, id),
+                PRIMARY KEY (id),  -- ids are global (ingest.document_id hashes the tenant in)
+                UNIQUE (tenant, id),
                 UNIQUE (tenant, collection, source),
                 FOREIGN KEY (tenant, collection) REFERENCES collections (tenant, name))""",
             "CREATE INDEX documents_status ON documents (tenant, status)",
