@@ -358,7 +358,7 @@ class PostgresStore:
         words = query_words(query)
         if not words:
             return []
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         with self._read() as conn:
             rows = conn.execute(
                 f"""SELECT c.id, {KEYWORD_RANK} AS score
@@ -374,8 +374,7 @@ class PostgresStore:
         check_k(k)
         query = unit_query(vector)
         dimension = len(query)
-        where, params = _filter_sql(filters)
-        distance = f"c.embedding::vector({dimension}) <=> %s::vector({dimension})"
+        where, params = filter_sql(filters)
         with self._read() as conn:
             if filters.collections:
                 wrong = conn.execute(
@@ -384,15 +383,7 @@ class PostgresStore:
                 ).fetchone()
                 if wrong is not None:
                     raise query_dimension_mismatch(wrong[0], wrong[1], dimension)
-            # The inner ORDER BY walks the index (relaxed order); the outer one restores exact order.
-            rows = conn.execute(
-                f"""WITH nearest AS MATERIALIZED (
-                        SELECT c.id, {distance} AS distance FROM chunks c
-                        WHERE c.dimension = {dimension} {where}
-                        ORDER BY distance LIMIT %s)
-                    SELECT id, 1 - distance FROM nearest ORDER BY distance, id""",
-                (query, *params, k),
-            ).fetchall()
+            rows = conn.execute(vector_sql(dimension, where), (query, *params, k)).fetchall()
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
     # Chat sessions -------------------------------------------------------
@@ -563,7 +554,7 @@ def _copy_chunks(
         cursor.execute("TRUNCATE chunk_staging")
 
 
-def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
+def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
     """AND-conditions on `chunks c` for the filters (one place, so both searches agree)."""
     conditions: list[str] = []
     params: list[Any] = []
@@ -585,6 +576,21 @@ def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
         )
         params.append(json.dumps(dict(filters.metadata)))
     return "".join(f" AND {condition}" for condition in conditions), params
+
+
+def vector_sql(dimension: int, where: str) -> str:
+    """The nearest-neighbour query (parameters: query vector, filter values, k).
+
+    `dimension` is spelled out, not a parameter, so the planner matches the partial HNSW
+    index of that dimension. The inner ORDER BY walks the index (iterative scans return
+    rows in relaxed order); the outer one restores the exact order.
+    """
+    distance = f"c.embedding::vector({dimension}) <=> %s::vector({dimension})"
+    return f"""WITH nearest AS MATERIALIZED (
+                   SELECT c.id, {distance} AS distance FROM chunks c
+                   WHERE c.dimension = {int(dimension)} {where}
+                   ORDER BY distance LIMIT %s)
+               SELECT id, 1 - distance FROM nearest ORDER BY distance, id"""
 
 
 def _indexed_dimensions(conn: psycopg.Connection) -> set[int]:
