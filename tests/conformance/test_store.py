@@ -419,3 +419,19 @@ def test_stats(store: Store) -> None:
     assert [c["name"] for c in stats["collections"]] == ["docs"]
     assert isinstance(stats["size_bytes"], int)
     assert stats["path"]
+
+
+# Copying between stores ------------------------------------------------------------------------
+def test_export_chunks_gives_back_what_was_written(store: Store) -> None:
+    vectors = [unit(1.0), unit(0.5, 1.0)]
+    chunks = add_document(store, "d1", ["first", "second"], vectors=vectors)
+    exported, matrix = store.export_chunks("d1")
+    assert exported == chunks
+    assert matrix.dtype == np.float32 and np.array_equal(matrix, np.stack(vectors))
+    assert store.export_chunks("missing")[0] == []
+
+
+def test_tenants_lists_every_tenant_with_rows(store: Store) -> None:
+    store.for_tenant("acme").ensure_collection("docs", MODEL, DIM)
+    store.for_tenant("globex").create_chat_session("s", "t")
+    assert store.tenants() == ["acme", "default", "globex"]

@@ -111,6 +111,14 @@ class EmbeddedPostgres:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return dsn
 
+    def ensure_database(self, name: str) -> str:
+        """The DSN of database `name`, created (with pgvector) unless it exists."""
+        import psycopg
+
+        with psycopg.connect(self.dsn) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        return self.database_dsn(name) if exists else self.create_database(name)
+
     def drop_database(self, name: str) -> None:
         """Drop `name`, disconnecting whoever is still connected to it."""
         import psycopg

@@ -351,6 +351,38 @@ class PostgresStore:
             ).fetchall()
         return [_stored_chunk(row) for row in rows]
 
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        with self._read() as conn:
+            rows = conn.execute(
+                """SELECT position, text, start, "end", heading_path, page, token_count, prefix, embedding
+                   FROM chunks WHERE document_id = %s ORDER BY position""",
+                (document_id,),
+            ).fetchall()
+        chunks = [Chunk(position, text, start, end, tuple(path), page, tokens, prefix)
+                  for position, text, start, end, path, page, tokens, prefix, _ in rows]
+        vectors = np.stack([row[-1].to_numpy() for row in rows]) if rows else np.zeros((0, 0), np.float32)
+        return chunks, vectors
+
+    def tenants(self) -> list[str]:
+        """Read on the login role's own connection: the RLS role sees one tenant only."""
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                bypasses = conn.execute(
+                    "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+                ).fetchone()[0]  # type: ignore[index]
+                if not bypasses:
+                    raise StoreError(
+                        f"listing every tenant of {self._where} needs a superuser or BYPASSRLS role "
+                        f"(row-level security hides the others); name the tenant instead"
+                    )
+                rows = conn.execute(
+                    "SELECT tenant FROM collections UNION SELECT tenant FROM chat_sessions "
+                    "UNION SELECT tenant FROM chunk_contexts ORDER BY 1"
+                ).fetchall()
+        except psycopg.Error as exc:
+            raise StoreError(f"Postgres store {self._where}: {exc}") from exc
+        return [row[0] for row in rows]
+
     # Search --------------------------------------------------------------
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """The query's content words OR-ed (any-term matching), ranked by `KEYWORD_RANK`."""

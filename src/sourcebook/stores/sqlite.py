@@ -497,6 +497,28 @@ class SQLiteStore:
             ).fetchall()
         return [_stored_chunk(row) for row in rows]
 
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        with self._read() as conn:
+            rows = conn.execute(
+                """SELECT c.position, c.text, c.start, c."end", c.heading_path, c.page, c.token_count, c.prefix,
+                          v.vector
+                   FROM chunks c JOIN documents d ON d.id = c.document_id JOIN vectors v ON v.chunk_seq = c.seq
+                   WHERE d.tenant = ? AND c.document_id = ? ORDER BY c.position""",
+                (self.tenant, document_id),
+            ).fetchall()
+        chunks = [Chunk(position, text, start, end, tuple(json.loads(path)), page, tokens, prefix)
+                  for position, text, start, end, path, page, tokens, prefix, _ in rows]
+        vectors = np.stack([np.frombuffer(row[-1], dtype=np.float32) for row in rows]) if rows else np.zeros((0, 0), np.float32)
+        return chunks, vectors
+
+    def tenants(self) -> list[str]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT tenant FROM collections UNION SELECT tenant FROM chat_sessions "
+                "UNION SELECT tenant FROM chunk_contexts ORDER BY 1"
+            ).fetchall()
+        return [row[0] for row in rows]
+
     # Search --------------------------------------------------------------
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """BM25 over title, heading path and text (what a chunk's prefix + text hold).
