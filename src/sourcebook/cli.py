@@ -26,6 +26,7 @@ from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
 from .cli_graph import build_after_add, graph_app, print_build
+from .cli_store import copy, migrate, postgres_app
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -431,3 +432,9 @@ def status(as_json: JsonOpt = False) -> None:
         return
     for key, value in stats.items():
         out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+
+
+# Database commands (cli_store.py), listed after the everyday ones.
+app.command()(migrate)
+app.command()(copy)
+app.add_typer(postgres_app, name="postgres")

@@ -16,8 +16,8 @@ import numpy as np
 
 
 @pytest.fixture(params=STORE_FACTORIES)
-def store(request, tmp_path):
-    instance = request.param(tmp_path)
+def store(request):
+    instance = request.param(request)
     instance.ensure_collection("docs", "test-model", 4)
     instance.ensure_collection("other", "test-model", 4)
     yield instance

@@ -202,6 +202,17 @@ class Store(Protocol):
     def graph_stats(self) -> dict[str, int]:
         """Counts of entities, relations and documents with a built graph."""
 
+    # Copying between stores (sourcebook copy) -----------------------------
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        """The document's chunks as `replace_chunks` took them (position order) and their
+        vectors: what moving a knowledge base to another store needs, without re-embedding."""
+
+    def tenants(self) -> list[str]:
+        """Every tenant holding rows in this database, sorted (not only this view's).
+
+        Raises StoreError when this connection may not see other tenants (Postgres: a DSN
+        whose role is subject to row-level security)."""
+
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """Counts by status, chunk and vector counts, the file/DSN and its size."""
