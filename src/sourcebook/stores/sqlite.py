@@ -50,7 +50,7 @@ from ..models import (
     StoredChunk,
 )
 from ..tenants import DEFAULT_TENANT, check_tenant
-from . import sqlite_graph
+from . import graph_sql, sqlite_graph
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from .common import check_chunks_and_vectors as _check_chunks_and_vectors
 from .common import check_k as _check_k
@@ -450,7 +450,7 @@ class SQLiteStore:
         with self._write() as conn:
             dimension = _document_dimension(conn, self.tenant, document_id)
             check_vector_dimension(document_id, dimension, vectors)
-            sqlite_graph.forget_document(conn, document_id)
+            graph_sql.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
             _insert_chunk_rows(conn, document_id, title, chunks, vectors)
             conn.execute(
@@ -463,7 +463,7 @@ class SQLiteStore:
     def delete_document(self, document_id: str) -> None:
         with self._write() as conn:
             _document_dimension(conn, self.tenant, document_id)  # raises unless it is this tenant's
-            sqlite_graph.forget_document(conn, document_id)
+            graph_sql.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
             if not conn.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount:
                 raise _not_found(document_id)
@@ -676,7 +676,7 @@ class SQLiteStore:
                 "SELECT 1 FROM documents WHERE id = ? AND tenant = ?", (graph.document_id, self.tenant)
             ).fetchone() is None:
                 raise _not_found(graph.document_id)
-            sqlite_graph.replace_document_graph(conn, self.tenant, graph, _now())
+            graph_sql.replace_document_graph(conn.execute, self.tenant, graph, _now())
 
     def graph_documents(self) -> dict[str, tuple[str, str]]:
         with self._read() as conn:

@@ -14,7 +14,8 @@ Why this shape:
 * Every table has a tenant column (nodes, aliases, cache, built documents) or reaches one
   through its node or chunk, and every query filters on it.
 
-The functions take a connection inside the caller's transaction (SQLiteStore's lock).
+The functions take a connection inside the caller's transaction (SQLiteStore's lock); the
+write path is graph_sql.py, shared with the Postgres store.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..graph.models import WEAK_TYPES, DocumentGraph, EntityRecord, RelationRecord
+from ..graph.models import EntityRecord, RelationRecord
 
 MIGRATION: tuple[str, ...] = (
     """CREATE TABLE graph_nodes (
@@ -61,11 +62,12 @@ MIGRATION: tuple[str, ...] = (
         PRIMARY KEY (tenant, alias))""",
     "CREATE INDEX graph_aliases_node ON graph_aliases (node_id)",
     """CREATE TABLE graph_documents (
-        document_id TEXT PRIMARY KEY REFERENCES documents (id) ON DELETE CASCADE,
+        document_id TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
         tenant TEXT NOT NULL,
         extractor TEXT NOT NULL,
         content_hash TEXT NOT NULL,
-        built_at TEXT NOT NULL)""",
+        built_at TEXT NOT NULL,
+        PRIMARY KEY (tenant, document_id))""",
     """CREATE TABLE graph_extractions (
         tenant TEXT NOT NULL,
         chunk_hash TEXT NOT NULL,
@@ -92,180 +94,6 @@ _RELATION_SELECT = """
 
 def _ids(values: Sequence[Any]) -> str:
     return json.dumps(list(values))
-
-
-# Writing ---------------------------------------------------------------------------
-def forget_document(conn: sqlite3.Connection, document_id: str) -> None:
-    """Drop the document's provenance rows and prune what they alone supported."""
-    seqs = [row[0] for row in conn.execute("SELECT seq FROM chunks WHERE document_id = ?", (document_id,))]
-    conn.execute("DELETE FROM graph_documents WHERE document_id = ?", (document_id,))
-    if not seqs:
-        return
-    chunk_list = _ids(seqs)
-    nodes = [r[0] for r in conn.execute(
-        "SELECT DISTINCT node_id FROM graph_mentions WHERE chunk_seq IN (SELECT value FROM json_each(?))", (chunk_list,))]
-    edges = [r[0] for r in conn.execute(
-        "SELECT DISTINCT edge_id FROM graph_edge_support WHERE chunk_seq IN (SELECT value FROM json_each(?))",
-        (chunk_list,))]
-    conn.execute("DELETE FROM graph_mentions WHERE chunk_seq IN (SELECT value FROM json_each(?))", (chunk_list,))
-    conn.execute("DELETE FROM graph_edge_support WHERE chunk_seq IN (SELECT value FROM json_each(?))", (chunk_list,))
-    _prune(conn, nodes, edges)
-
-
-def _prune(conn: sqlite3.Connection, nodes: Sequence[int], edges: Sequence[int]) -> None:
-    """Delete the given edges and nodes that have no provenance left (a node's edges and
-    aliases go with it by cascade)."""
-    conn.execute(
-        """DELETE FROM graph_edges WHERE id IN (SELECT value FROM json_each(?))
-           AND NOT EXISTS (SELECT 1 FROM graph_edge_support s WHERE s.edge_id = graph_edges.id)""",
-        (_ids(edges),),
-    )
-    conn.execute(
-        """DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?))
-           AND NOT EXISTS (SELECT 1 FROM graph_mentions m WHERE m.node_id = graph_nodes.id)""",
-        (_ids(nodes),),
-    )
-
-
-def replace_document_graph(conn: sqlite3.Connection, tenant: str, graph: DocumentGraph, now: str) -> None:
-    """Swap the document's contribution to the graph for `graph` (see the module docstring)."""
-    forget_document(conn, graph.document_id)
-    seqs = dict(conn.execute("SELECT id, seq FROM chunks WHERE document_id = ?", (graph.document_id,)).fetchall())
-    attributes = {m.key: (m.name, m.type, m.summary) for m in graph.mentions}
-    writer = _GraphWriter(conn, tenant, attributes)
-    for alias in graph.aliases:
-        writer.add_alias(alias.alias, alias.key)
-    for mention in graph.mentions:
-        if mention.chunk_id in seqs:
-            node = writer.node(mention.key, (mention.name, mention.type, mention.summary))
-            conn.execute(
-                """INSERT INTO graph_mentions (node_id, chunk_seq, count) VALUES (?, ?, ?)
-                   ON CONFLICT (node_id, chunk_seq) DO UPDATE SET count = count + excluded.count""",
-                (node, seqs[mention.chunk_id], mention.count),
-            )
-    for link in graph.links:
-        if link.chunk_id not in seqs:
-            continue
-        source, target = writer.node(link.source), writer.node(link.target)
-        if source != target:
-            writer.support(writer.edge(source, target, link.relation), seqs[link.chunk_id], link.weight)
-    conn.execute(
-        """INSERT INTO graph_documents (document_id, tenant, extractor, content_hash, built_at) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT (document_id) DO UPDATE SET extractor = excluded.extractor,
-               content_hash = excluded.content_hash, built_at = excluded.built_at""",
-        (graph.document_id, tenant, graph.extractor, graph.content_hash, now),
-    )
-    # Nodes created for aliases or links but never mentioned have no provenance: drop them.
-    _prune(conn, writer.created, [])
-
-
-class _GraphWriter:
-    """Node, alias and edge upserts of one tenant inside one transaction."""
-
-    def __init__(self, conn: sqlite3.Connection, tenant: str, attributes: dict[str, tuple[str, str, str]]) -> None:
-        self.conn = conn
-        self.tenant = tenant
-        self.attributes = attributes
-        self.created: list[int] = []
-
-    def resolve(self, key: str) -> int | None:
-        row = self.conn.execute(
-            "SELECT node_id FROM graph_aliases WHERE tenant = ? AND alias = ?", (self.tenant, key)
-        ).fetchone() or self.conn.execute(
-            "SELECT id FROM graph_nodes WHERE tenant = ? AND key = ?", (self.tenant, key)
-        ).fetchone()
-        return None if row is None else int(row[0])
-
-    def node(self, key: str, attributes: tuple[str, str, str] | None = None) -> int:
-        """The node `key` names (through aliases), created if new; its name, type and summary
-        improve when this mention knows better (a capitalised name, a specific type, a summary)."""
-        name, type_, summary = attributes or self.attributes.get(key, (key, "concept", ""))
-        found = self.resolve(key)
-        if found is None:
-            cursor = self.conn.execute(
-                "INSERT INTO graph_nodes (tenant, key, name, type, summary) VALUES (?, ?, ?, ?, ?)",
-                (self.tenant, key, name, type_, summary),
-            )
-            self.created.append(int(cursor.lastrowid or 0))
-            return int(cursor.lastrowid or 0)
-        old_name, old_type, old_summary = self.conn.execute(
-            "SELECT name, type, summary FROM graph_nodes WHERE id = ?", (found,)
-        ).fetchone()
-        better_name = old_name.islower() and not name.islower() and key == self.key_of(found)
-        self.conn.execute(
-            "UPDATE graph_nodes SET name = ?, type = ?, summary = ? WHERE id = ?",
-            (
-                name if better_name else old_name,
-                type_ if old_type in WEAK_TYPES and type_ not in WEAK_TYPES else old_type,
-                old_summary or summary,
-                found,
-            ),
-        )
-        return found
-
-    def key_of(self, node: int) -> str:
-        return str(self.conn.execute("SELECT key FROM graph_nodes WHERE id = ?", (node,)).fetchone()[0])
-
-    def add_alias(self, alias: str, key: str) -> None:
-        """Make `alias` name the node of `key`; an existing node called `alias` merges into it."""
-        canonical = self.node(key)
-        if self.resolve(alias) == canonical:
-            return
-        if self.conn.execute(
-            "SELECT 1 FROM graph_aliases WHERE tenant = ? AND alias = ?", (self.tenant, alias)
-        ).fetchone():
-            return  # the alias names another node already: the first definition wins
-        old = self.conn.execute("SELECT id FROM graph_nodes WHERE tenant = ? AND key = ?", (self.tenant, alias)).fetchone()
-        if old is not None and int(old[0]) != canonical:
-            self.merge(int(old[0]), canonical)
-        self.conn.execute(
-            "INSERT OR IGNORE INTO graph_aliases (tenant, alias, node_id) VALUES (?, ?, ?)", (self.tenant, alias, canonical)
-        )
-
-    def merge(self, old: int, into: int) -> None:
-        """Move `old`'s mentions, edges and aliases to `into`, then delete `old`."""
-        self.conn.execute(
-            """INSERT INTO graph_mentions (node_id, chunk_seq, count)
-               SELECT ?, chunk_seq, count FROM graph_mentions WHERE node_id = ? AND true
-               ON CONFLICT (node_id, chunk_seq) DO UPDATE SET count = count + excluded.count""",
-            (into, old),
-        )
-        edges = self.conn.execute(
-            "SELECT id, source_id, target_id, relation FROM graph_edges WHERE source_id = ? OR target_id = ?", (old, old)
-        ).fetchall()
-        for edge, source, target, relation in edges:
-            source, target = (into if source == old else source), (into if target == old else target)
-            if source != target:
-                moved = self.edge(source, target, relation)
-                self.conn.execute(
-                    """INSERT INTO graph_edge_support (edge_id, chunk_seq, weight)
-                       SELECT ?, chunk_seq, weight FROM graph_edge_support WHERE edge_id = ? AND true
-                       ON CONFLICT (edge_id, chunk_seq) DO UPDATE SET weight = weight + excluded.weight""",
-                    (moved, edge),
-                )
-            self.conn.execute("DELETE FROM graph_edges WHERE id = ?", (edge,))
-        self.conn.execute("UPDATE graph_aliases SET node_id = ? WHERE node_id = ?", (into, old))
-        self.conn.execute(
-            "INSERT OR IGNORE INTO graph_aliases (tenant, alias, node_id) SELECT tenant, key, ? FROM graph_nodes WHERE id = ?",
-            (into, old),
-        )
-        self.conn.execute("DELETE FROM graph_nodes WHERE id = ?", (old,))
-
-    def edge(self, source: int, target: int, relation: str) -> int:
-        self.conn.execute(
-            "INSERT OR IGNORE INTO graph_edges (source_id, target_id, relation) VALUES (?, ?, ?)", (source, target, relation)
-        )
-        row = self.conn.execute(
-            "SELECT id FROM graph_edges WHERE source_id = ? AND target_id = ? AND relation = ?", (source, target, relation)
-        ).fetchone()
-        return int(row[0])
-
-    def support(self, edge: int, chunk_seq: int, weight: float) -> None:
-        self.conn.execute(
-            """INSERT INTO graph_edge_support (edge_id, chunk_seq, weight) VALUES (?, ?, ?)
-               ON CONFLICT (edge_id, chunk_seq) DO UPDATE SET weight = weight + excluded.weight""",
-            (edge, chunk_seq, weight),
-        )
 
 
 # Reading ---------------------------------------------------------------------------
