@@ -46,7 +46,10 @@ def test_tenants_on_postgres_through_the_cli(pg: str) -> None:
 
 
 def test_migrate_brings_a_new_database_up_to_date(fresh_postgres_dsn: str, tmp_path: Path) -> None:
-    assert json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"] == [1]
+    from sourcebook.stores.postgres_schema import SCHEMA_VERSION
+
+    applied = json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"]
+    assert applied == list(range(1, SCHEMA_VERSION + 1))
     assert json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"] == []
     sqlite = json.loads(run("--db", str(tmp_path / "kb.db"), "migrate", "--json"))
     assert sqlite["schema_version"] >= 4

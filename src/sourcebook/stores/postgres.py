@@ -37,6 +37,7 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from ..errors import ConfigurationError, InvalidQueryError, StoreError
+from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
 from ..tenants import DEFAULT_TENANT, check_tenant
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
@@ -55,6 +56,7 @@ from .common import (
     source_taken,
     unit_query,
 )
+from . import graph_sql, postgres_graph
 from .keyword_index import query_words
 from .postgres_schema import (
     TENANT_SETTING,
@@ -310,6 +312,7 @@ class PostgresStore:
                 raise not_found(document_id)
             collection, dimension = row
             check_vector_dimension(document_id, dimension, vectors)
+            graph_sql.forget_document(postgres_graph.execute_on(conn), document_id)
             conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
             _copy_chunks(conn, document_id, collection, title, chunks, vectors)
             conn.execute(
@@ -321,6 +324,7 @@ class PostgresStore:
     def delete_document(self, document_id: str) -> None:
         """Chunks go by ON DELETE CASCADE, in the same statement's transaction."""
         with self.transaction() as conn:
+            graph_sql.forget_document(postgres_graph.execute_on(conn), document_id)
             deleted = conn.execute("DELETE FROM documents WHERE id = %s", (document_id,)).rowcount
         if not deleted:
             raise not_found(document_id)
@@ -501,6 +505,56 @@ class PostgresStore:
                 [(h, generator, context, stamp) for h, context in contexts.items()],
             )
 
+    # Knowledge graph (postgres_graph.py; writes in graph_sql.py) ---------
+    def get_graph_extractions(self, chunk_hashes: Sequence[str], extractor: str) -> dict[str, dict[str, Any]]:
+        with self._read() as conn:
+            return postgres_graph.get_extractions(conn, chunk_hashes, extractor)
+
+    def put_graph_extractions(self, extractions: dict[str, dict[str, Any]], extractor: str) -> None:
+        with self.transaction() as conn:
+            postgres_graph.put_extractions(conn, extractions, extractor, now())
+
+    def replace_document_graph(self, graph: DocumentGraph) -> None:
+        with self.transaction() as conn:
+            if conn.execute(
+                "SELECT 1 FROM documents WHERE id = %s FOR UPDATE", (graph.document_id,)
+            ).fetchone() is None:
+                raise not_found(graph.document_id)
+            graph_sql.replace_document_graph(postgres_graph.execute_on(conn), self.tenant, graph, now())
+
+    def graph_documents(self) -> dict[str, tuple[str, str]]:
+        with self._read() as conn:
+            return postgres_graph.graph_documents(conn)
+
+    def list_entities(
+        self, query: str | None = None, type: str | None = None, limit: int | None = 50, offset: int = 0
+    ) -> list[EntityRecord]:
+        with self._read() as conn:
+            return postgres_graph.list_entities(conn, query, type, limit, offset)
+
+    def find_entities(self, keys: Sequence[str]) -> dict[str, EntityRecord]:
+        with self._read() as conn:
+            return postgres_graph.find_entities(conn, keys)
+
+    def entity_relations(self, keys: Sequence[str] | None = None, limit: int | None = None) -> list[RelationRecord]:
+        with self._read() as conn:
+            return postgres_graph.relations(conn, keys, limit)
+
+    def entity_chunks(
+        self, keys: Sequence[str], filters: SearchFilter = SearchFilter()
+    ) -> list[tuple[str, str, str, int]]:
+        where, params = filter_sql(filters)
+        with self._read() as conn:
+            return postgres_graph.entity_chunks(conn, keys, where, params)
+
+    def chunk_entities(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        with self._read() as conn:
+            return postgres_graph.chunk_entities(conn, chunk_ids)
+
+    def graph_stats(self) -> dict[str, int]:
+        with self._read() as conn:
+            return postgres_graph.graph_counts(conn)
+
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
@@ -508,6 +562,7 @@ class PostgresStore:
             chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
             version = schema_version(conn)
+            graph = postgres_graph.graph_counts(conn)
         return {
             "backend": "postgres",
             "path": self._where,
@@ -517,6 +572,7 @@ class PostgresStore:
             "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
             "chunks": chunks,
             "vectors": chunks,
+            "graph": graph,
             "collections": [asdict(info) for info in self.collections()],
         }
 

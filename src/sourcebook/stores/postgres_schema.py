@@ -34,6 +34,10 @@ TENANT_SETTING = "sourcebook.tenant"
 TS_CONFIG = "sourcebook_english"
 _LOCK_KEY = 0x53424F4B  # "SBOK": the advisory lock migrations and index builds take
 TENANT_TABLES = ("collections", "documents", "chunks", "chat_sessions", "chat_messages", "chunk_contexts")
+GRAPH_TABLES = (
+    "graph_nodes", "graph_mentions", "graph_edges", "graph_edge_support", "graph_aliases", "graph_documents",
+    "graph_extractions",
+)
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
 
@@ -139,6 +143,77 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
+MIGRATIONS += (
+    (
+        # The same tables as SQLite's migration 5 (stores/sqlite_graph.py says why), under
+        # the same row-level security as every other table.
+        "knowledge graph",
+        (
+            f"""CREATE TABLE graph_nodes (
+                {_TENANT},
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                key text NOT NULL,
+                name text NOT NULL,
+                type text NOT NULL,
+                summary text NOT NULL DEFAULT '',
+                UNIQUE (tenant, key))""",
+            f"""CREATE TABLE graph_mentions (
+                {_TENANT},
+                node_id bigint NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+                chunk_seq bigint NOT NULL REFERENCES chunks (seq) ON DELETE CASCADE,
+                count integer NOT NULL,
+                PRIMARY KEY (node_id, chunk_seq))""",
+            "CREATE INDEX graph_mentions_chunk ON graph_mentions (chunk_seq)",
+            f"""CREATE TABLE graph_edges (
+                {_TENANT},
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                source_id bigint NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+                target_id bigint NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+                relation text NOT NULL,
+                UNIQUE (source_id, target_id, relation))""",
+            "CREATE INDEX graph_edges_target ON graph_edges (target_id)",
+            f"""CREATE TABLE graph_edge_support (
+                {_TENANT},
+                edge_id bigint NOT NULL REFERENCES graph_edges (id) ON DELETE CASCADE,
+                chunk_seq bigint NOT NULL REFERENCES chunks (seq) ON DELETE CASCADE,
+                weight double precision NOT NULL,
+                PRIMARY KEY (edge_id, chunk_seq))""",
+            "CREATE INDEX graph_edge_support_chunk ON graph_edge_support (chunk_seq)",
+            f"""CREATE TABLE graph_aliases (
+                {_TENANT},
+                alias text NOT NULL,
+                node_id bigint NOT NULL REFERENCES graph_nodes (id) ON DELETE CASCADE,
+                PRIMARY KEY (tenant, alias))""",
+            "CREATE INDEX graph_aliases_node ON graph_aliases (node_id)",
+            f"""CREATE TABLE graph_documents (
+                {_TENANT},
+                document_id text NOT NULL,
+                extractor text NOT NULL,
+                content_hash text NOT NULL,
+                built_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, document_id),
+                FOREIGN KEY (tenant, document_id) REFERENCES documents (tenant, id) ON DELETE CASCADE)""",
+            f"""CREATE TABLE graph_extractions (
+                {_TENANT},
+                chunk_hash text NOT NULL,
+                extractor text NOT NULL,
+                data jsonb NOT NULL,
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, chunk_hash, extractor))""",
+            *(
+                statement
+                for table in GRAPH_TABLES
+                for statement in (
+                    f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+                    f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+                    f"""CREATE POLICY tenant_isolation ON {table}
+                        USING (tenant = current_setting('{TENANT_SETTING}', true))
+                        WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))""",
+                )
+            ),
+        ),
+    ),
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -200,7 +275,7 @@ def restricted_role(conn: psycopg.Connection) -> str | None:
         return None
     granted = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) "
-        "AND has_table_privilege(%s, 'chunk_contexts', 'SELECT, INSERT, UPDATE, DELETE')",
+        "AND has_table_privilege(%s, 'graph_extractions', 'SELECT, INSERT, UPDATE, DELETE')",
         (RLS_ROLE, RLS_ROLE),
     ).fetchone()[0]  # type: ignore[index]
     if not granted:
@@ -213,7 +288,7 @@ def restricted_role(conn: psycopg.Connection) -> str | None:
             ).format(role))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
             conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
-                sql.SQL(", ").join(map(sql.Identifier, TENANT_TABLES)), role))
+                sql.SQL(", ").join(map(sql.Identifier, TENANT_TABLES + GRAPH_TABLES)), role))
             conn.execute(sql.SQL("GRANT SELECT ON schema_migrations TO {}").format(role))
     return RLS_ROLE
 
