@@ -7,7 +7,7 @@ Nodes, found per sentence:
 - proper nouns: runs of capitalised words ("Tobias Lindqvist", "Google Workspace", "Modbus
   TCP"). A capitalised word that opens a sentence or a heading counts only if the chunk
   also capitalises it mid-sentence ("Tidewater" is a name, "Processed" is not); month and
-  weekday names are never nodes;
+  weekday names and sentence openers ("Every", "Next") are never nodes;
 - key phrases: runs of two or three lower-case content words between stopwords and
   punctuation ("client certificate", "alert rules"), and hyphenated words ("harbor-db",
   "on-call"). These are weak: the builder keeps one only when it recurs in the document or
@@ -46,6 +46,11 @@ MAX_NODES_PER_SENTENCE = 12
 _CALENDAR = frozenset(
     "january february march april may june july august september october november december "
     "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+# Capitalised only because they open a sentence or a list item; never a name on their own.
+_OPENERS = frozenset(
+    "every next first last daily weekly monthly yearly today tomorrow yesterday please note yes also "
+    "however new many most some several".split()
 )
 # Words that end a key phrase besides STOPWORDS: auxiliaries, quantifiers, adverbs, numerals.
 _BREAKS = STOPWORDS | frozenset(
@@ -152,7 +157,8 @@ def _code_span(match: re.Match[str]) -> _Span:
 
 
 def _is_name_word(word: str) -> bool:
-    return word[0].isupper() and word.lower() not in STOPWORDS and word.lower() not in _CALENDAR
+    lower = word.lower()
+    return word[0].isupper() and lower not in STOPWORDS and lower not in _CALENDAR and lower not in _OPENERS
 
 
 def _name_spans(words: list[tuple[int, int, str]], sentence: str, known: frozenset[str], heading: bool) -> list[_Span]:

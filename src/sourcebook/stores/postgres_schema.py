@@ -41,6 +41,22 @@ GRAPH_TABLES = (
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
 
+
+def _row_level_security(tables: tuple[str, ...]) -> tuple[str, ...]:
+    """Statements that let each table show and accept only the rows of the transaction's tenant."""
+    return tuple(
+        statement
+        for table in tables
+        for statement in (
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+            f"""CREATE POLICY tenant_isolation ON {table}
+                USING (tenant = current_setting('{TENANT_SETTING}', true))
+                WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))""",
+        )
+    )
+
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "initial schema with tenants and row-level security",
@@ -129,17 +145,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 context text NOT NULL,
                 created_at timestamptz NOT NULL,
                 PRIMARY KEY (tenant, chunk_hash, generator))""",
-            *(
-                statement
-                for table in TENANT_TABLES
-                for statement in (
-                    f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
-                    f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
-                    f"""CREATE POLICY tenant_isolation ON {table}
-                        USING (tenant = current_setting('{TENANT_SETTING}', true))
-                        WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))""",
-                )
-            ),
+            *_row_level_security(TENANT_TABLES),
         ),
     ),
 )
@@ -200,17 +206,7 @@ MIGRATIONS += (
                 data jsonb NOT NULL,
                 created_at timestamptz NOT NULL,
                 PRIMARY KEY (tenant, chunk_hash, extractor))""",
-            *(
-                statement
-                for table in GRAPH_TABLES
-                for statement in (
-                    f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
-                    f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
-                    f"""CREATE POLICY tenant_isolation ON {table}
-                        USING (tenant = current_setting('{TENANT_SETTING}', true))
-                        WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))""",
-                )
-            ),
+            *_row_level_security(GRAPH_TABLES),
         ),
     ),
 )
