@@ -329,14 +329,20 @@ class KnowledgeBase:
         each with the passages supporting the relation. Raises EntityNotFoundError."""
         return entity_view(self.store, name, neighbours)
 
+    def graph(self, limit: int | None = None) -> dict[str, Any]:
+        """The graph as {"nodes", "edges"} (graph/export.py): the `limit` most mentioned entities
+        and the relations among them, or everything (what a graph view draws)."""
+        entities = self.store.list_entities(limit=limit)
+        relations = self.store.entity_relations(None if limit is None else [e.key for e in entities])
+        return graph_json(entities, relations)
+
     def export_graph(self, format: str = "json") -> str:
         """The whole graph as JSON or GraphML text."""
         if format not in GRAPH_FORMATS:
             raise ConfigurationError(f"unknown graph export format {format!r}; use {' or '.join(GRAPH_FORMATS)}")
-        entities, relations = self.store.list_entities(limit=None), self.store.entity_relations()
         if format == "graphml":
-            return graph_graphml(entities, relations)
-        return json.dumps(graph_json(entities, relations), ensure_ascii=False, indent=1)
+            return graph_graphml(self.store.list_entities(limit=None), self.store.entity_relations())
+        return json.dumps(self.graph(), ensure_ascii=False, indent=1)
 
     # Lifecycle -----------------------------------------------------------
     def close(self) -> None:

@@ -87,3 +87,11 @@ def test_rebuilds_are_incremental_and_removal_prunes(tmp_path, example_docs) -> 
         with pytest.raises(EntityNotFoundError):
             kb.entity("Zephyr Quill")  # only the removed document supported it
         assert kb.store.graph_stats()["documents"] == 1
+
+
+def test_a_limited_graph_holds_the_most_mentioned_entities_and_the_edges_among_them(graph_kb: KnowledgeBase) -> None:
+    small = graph_kb.graph(limit=10)
+    ids = [n["id"] for n in small["nodes"]]
+    assert ids == [e.key for e in graph_kb.entities(limit=10)]
+    assert small["edges"] and all(e["source"] in ids and e["target"] in ids for e in small["edges"])
+    assert len(graph_kb.graph()["nodes"]) > 10
