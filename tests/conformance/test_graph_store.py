@@ -194,3 +194,4 @@ def test_tenants_never_see_each_others_graph(store: Store) -> None:
     assert store.find_entities(["kafka"])["kafka"].documents == 2
     with pytest.raises(DocumentNotFoundError):
         other.replace_document_graph(graph("d1", [mention("kafka", "d1#0")]))
+

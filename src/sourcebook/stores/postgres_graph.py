@@ -106,8 +106,12 @@ def graph_documents(conn: psycopg.Connection) -> dict[str, tuple[str, str]]:
 
 
 def graph_counts(conn: psycopg.Connection) -> dict[str, int]:
+    """Entities and relations with provenance (rows a bulk delete left unpruned do not count)."""
     row = conn.execute(
-        """SELECT (SELECT count(*) FROM graph_nodes), (SELECT count(*) FROM graph_edges),
+        """SELECT (SELECT count(*) FROM graph_nodes n
+                   WHERE EXISTS (SELECT 1 FROM graph_mentions m WHERE m.node_id = n.id)),
+                  (SELECT count(*) FROM graph_edges e
+                   WHERE EXISTS (SELECT 1 FROM graph_edge_support s WHERE s.edge_id = e.id)),
                   (SELECT count(*) FROM graph_documents)"""
     ).fetchone()
     assert row is not None

@@ -201,9 +201,16 @@ def graph_documents(conn: sqlite3.Connection, tenant: str) -> dict[str, tuple[st
 
 
 def graph_counts(conn: sqlite3.Connection, tenant: str) -> dict[str, int]:
-    nodes = conn.execute("SELECT count(*) FROM graph_nodes WHERE tenant = ?", (tenant,)).fetchone()[0]
+    """Entities and relations with provenance (rows a bulk delete left unpruned do not count)."""
+    nodes = conn.execute(
+        """SELECT count(*) FROM graph_nodes n WHERE n.tenant = ?
+           AND EXISTS (SELECT 1 FROM graph_mentions m WHERE m.node_id = n.id)""",
+        (tenant,),
+    ).fetchone()[0]
     edges = conn.execute(
-        "SELECT count(*) FROM graph_edges e JOIN graph_nodes s ON s.id = e.source_id WHERE s.tenant = ?", (tenant,)
+        """SELECT count(*) FROM graph_edges e JOIN graph_nodes s ON s.id = e.source_id WHERE s.tenant = ?
+           AND EXISTS (SELECT 1 FROM graph_edge_support es WHERE es.edge_id = e.id)""",
+        (tenant,),
     ).fetchone()[0]
     documents = conn.execute("SELECT count(*) FROM graph_documents WHERE tenant = ?", (tenant,)).fetchone()[0]
     return {"entities": int(nodes), "relations": int(edges), "documents": int(documents)}
