@@ -28,6 +28,8 @@ from .cli_eval import eval_app
 from .cli_keys import keys_app
 from .cli_serve import serve
 from .cli_mcp import mcp_command
+from .cli_graph import build_after_add, graph_app, print_build
+from .cli_store import copy, migrate, postgres_app
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -38,6 +40,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(keys_app, name="keys")
 app.command()(serve)
 app.command("mcp")(mcp_command)
+app.add_typer(graph_app, name="graph")
 out = Console()
 err = Console(stderr=True)
 
@@ -124,12 +127,12 @@ def _progress(enabled: bool) -> Iterator[Callable[[IngestEvent], None] | None]:
         yield handle
 
 
-def _report_ingest(results: list[IngestResult], as_json: bool) -> None:
+def _report_ingest(results: list[IngestResult], as_json: bool, extra: dict[str, Any] | None = None) -> None:
     counts: dict[str, int] = {}
     for r in results:
         counts[r.action] = counts.get(r.action, 0) + 1
     if as_json:
-        _emit_json({"results": [r.to_dict() for r in results], "summary": counts})
+        _emit_json({"results": [r.to_dict() for r in results], "summary": counts, **(extra or {})})
     else:
         for r in results:
             if r.action == "failed":
@@ -147,12 +150,16 @@ def add(
     collection: CollectionOpt = None,
     format: Annotated[str, typer.Option("--format", help="'auto', or 'beir' for a BEIR corpus.jsonl")] = "auto",
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="key=value metadata for every document")] = None,
+    graph: Annotated[bool, typer.Option("--graph", help="also build their knowledge graph (see `graph build`)")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add documents (new or changed ones only) to the knowledge base."""
     with _errors(as_json), _open() as kb, _progress(err.is_terminal) as progress:
         results = kb.add(sources, collection or DEFAULT_COLLECTION, metadata=_parse_meta(meta), format=format, progress=progress)
-    _report_ingest(results, as_json)
+        report = build_after_add(kb, results) if graph else None
+    if report is not None and not as_json:
+        print_build(report)
+    _report_ingest(results, as_json, {"graph": report.to_dict()} if report else None)
 
 
 @app.command()
@@ -185,12 +192,13 @@ def search(
         Optional[Path], typer.Option("--queries-file", help='JSONL of {"_id", "text"}: one output line per query')
     ] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1)] = None,
-    mode: Annotated[Optional[str], typer.Option("--mode", help="keyword, vector or hybrid")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="keyword, vector, hybrid or graph")] = None,
     collection: CollectionOpt = None,
     doc: Annotated[Optional[list[str]], typer.Option("--doc", help="restrict to these document ids")] = None,
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="key=value metadata filter")] = None,
     min_score: Annotated[Optional[float], typer.Option("--min-score")] = None,
     per_document: Annotated[Optional[int], typer.Option("--per-document", help="most hits per document, 0 = any")] = None,
+    graph: Annotated[Optional[bool], typer.Option("--graph/--no-graph", help="hybrid: fuse the knowledge graph's list too")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the knowledge base (hybrid keyword + vector by default)."""
@@ -198,7 +206,7 @@ def search(
         raise typer.BadParameter("give a QUERY or --queries-file, not both")
     kwargs: dict[str, Any] = dict(
         mode=mode, top_k=top_k, collection=collection, document_ids=doc, metadata=_parse_meta(meta),
-        min_score=min_score, per_document=per_document,
+        min_score=min_score, per_document=per_document, graph=graph,
     )
     with _errors(as_json), _open() as kb:
         if queries_file is not None:
@@ -430,3 +438,9 @@ def status(as_json: JsonOpt = False) -> None:
         return
     for key, value in stats.items():
         out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+
+
+# Database commands (cli_store.py), listed after the everyday ones.
+app.command()(migrate)
+app.command()(copy)
+app.add_typer(postgres_app, name="postgres")

@@ -137,3 +137,9 @@ class CollectionNotFoundError(StoreError):
     """No collection has the given name."""
 
     code = "collection_not_found"
+
+
+class EntityNotFoundError(StoreError):
+    """No knowledge-graph entity matches the given name (or several do)."""
+
+    code = "entity_not_found"

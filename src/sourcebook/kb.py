@@ -7,6 +7,7 @@ removing one does not pay for loading a model.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Sequence
@@ -20,6 +21,12 @@ from .embedders.base import Embedder
 from .enrichment import ContextualEnricher
 from .errors import ChatSessionNotFoundError, ConfigurationError, DocumentNotFoundError, InvalidQueryError
 from .generators import Generator, Message, create_llm
+from .graph.browse import EntityView, entity_view
+from .graph.builder import Extractor, GraphBuilder, GraphBuildReport, GraphProgress, OfflineExtractor
+from .graph.export import FORMATS as GRAPH_FORMATS
+from .graph.export import graph_graphml, graph_json
+from .graph.llm import LLMExtractor
+from .graph.models import EntityRecord
 from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
 from .loaders import RawSource
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
@@ -85,15 +92,20 @@ class KnowledgeBase:
         metadata: dict[str, Any] | None = None,
         format: str = "auto",
         progress: ProgressHandler | None = None,
+        graph: bool = False,
     ) -> list[IngestResult]:
         """Add files, folders or URLs (or a BEIR corpus.jsonl with format="beir").
 
         Unchanged sources cost a hash; changed ones re-embed only changed chunks.
         A bad source yields a "failed" result and never stops the others.
+        `graph=True` also builds the knowledge graph of the added documents (`build_graph`).
         """
         items = [sources] if isinstance(sources, (str, Path)) else list(sources)
         ingestor = Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
-        return ingestor.add([str(s) for s in items], collection, metadata, format)
+        results = ingestor.add([str(s) for s in items], collection, metadata, format)
+        if graph:
+            self.build_graph([r.document_id for r in results if r.document_id and r.action != "failed"])
+        return results
 
     def _enricher(self) -> ContextualEnricher | None:
         """The contextual enricher when settings.enrich_chunks asks for one (it needs an LLM)."""
@@ -168,11 +180,13 @@ class KnowledgeBase:
         metadata: dict[str, Any] | None = None,
         min_score: float | None = None,
         per_document: int | None = None,
+        graph: bool | None = None,
     ) -> list[Hit]:
-        """Ranked hits for `query`. Scores are in the mode's units (BM25, cosine, or RRF)."""
+        """Ranked hits for `query`. Scores are in the mode's units (BM25, cosine, or RRF).
+        `graph` adds the knowledge graph's list to hybrid search (settings.graph_retrieval)."""
         options = self._options(
             mode=mode, top_k=top_k, collection=collection, document_ids=document_ids, metadata=metadata,
-            min_score=min_score, per_document=per_document,
+            min_score=min_score, per_document=per_document, graph=graph,
         )
         return self._retriever.search(query, options)
 
@@ -329,6 +343,66 @@ class KnowledgeBase:
 
     def delete_chat_session(self, session_id: str) -> None:
         self.store.delete_chat_session(session_id)
+
+
+    # Knowledge graph (graph/) -------------------------------------------
+    def graph_extractor(self, llm: str | None = None, kind: str | None = None) -> Extractor:
+        """The extractor settings.graph_extractor (or `kind`) names: the LLM `llm`, graph_llm or llm
+        for "llm" (and for "auto" when one is set), else the deterministic offline rules."""
+        kind = kind or self.settings.graph_extractor
+        if kind not in ("auto", "offline", "llm"):
+            raise ConfigurationError(f"unknown graph extractor {kind!r}; use auto, offline or llm")
+        spec = llm or self.settings.graph_llm or self.settings.llm
+        if kind == "offline" or (kind == "auto" and spec is None):
+            return OfflineExtractor()
+        generator = self.generator(spec)
+        if generator is None:
+            raise ConfigurationError("graph_extractor 'llm' needs an LLM: set graph_llm or llm to 'provider:model'")
+        return LLMExtractor(generator)
+
+    def build_graph(
+        self,
+        documents: Sequence[str] | None = None,
+        collection: str | None = None,
+        *,
+        llm: str | None = None,
+        extractor: str | None = None,
+        force: bool = False,
+        progress: GraphProgress | None = None,
+    ) -> GraphBuildReport:
+        """Extract and store the knowledge graph of documents (ids or sources; default: all in
+        `collection`, else all). Documents whose graph is current are skipped; chunks extracted
+        before (same chunk hash, same extractor) come from the cache."""
+        records = (
+            [self.document(d, collection) for d in documents] if documents is not None else self.documents(collection)
+        )
+        return GraphBuilder(self.store, self.graph_extractor(llm, extractor)).build(records, force=force, progress=progress)
+
+    def entities(
+        self, query: str | None = None, *, type: str | None = None, limit: int | None = 50, offset: int = 0
+    ) -> list[EntityRecord]:
+        """Graph entities, most mentioned first; `query` filters by a substring of name or alias."""
+        return self.store.list_entities(query, type, limit, offset)
+
+    def entity(self, name: str, *, neighbours: int = 20) -> EntityView:
+        """An entity (by name, alias or unique substring) with its passages and its neighbours,
+        each with the passages supporting the relation. Raises EntityNotFoundError."""
+        return entity_view(self.store, name, neighbours)
+
+    def graph(self, limit: int | None = None) -> dict[str, Any]:
+        """The graph as {"nodes", "edges"} (graph/export.py): the `limit` most mentioned entities
+        and the relations among them, or everything (what a graph view draws)."""
+        entities = self.store.list_entities(limit=limit)
+        relations = self.store.entity_relations(None if limit is None else [e.key for e in entities])
+        return graph_json(entities, relations)
+
+    def export_graph(self, format: str = "json") -> str:
+        """The whole graph as JSON or GraphML text."""
+        if format not in GRAPH_FORMATS:
+            raise ConfigurationError(f"unknown graph export format {format!r}; use {' or '.join(GRAPH_FORMATS)}")
+        if format == "graphml":
+            return graph_graphml(self.store.list_entities(limit=None), self.store.entity_relations())
+        return json.dumps(self.graph(), ensure_ascii=False, indent=1)
 
     # Lifecycle -----------------------------------------------------------
     def close(self) -> None:

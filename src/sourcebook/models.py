@@ -171,11 +171,14 @@ class Hit:
     keyword_score: float | None = None
     vector_rank: int | None = None
     vector_score: float | None = None
+    graph_rank: int | None = None
+    """Rank in the knowledge graph's list (graph-augmented retrieval), else None."""
+    graph_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of a hit (the scripts' contract, plus extra fields)."""
         c = self.chunk
-        return {
+        data: dict[str, Any] = {
             "rank": self.rank,
             "score": self.score,
             "document_id": c.document_id,
@@ -192,6 +195,9 @@ class Hit:
                 "vector": {"rank": self.vector_rank, "score": self.vector_score},
             },
         }
+        if self.graph_rank is not None:
+            data["retrievers"]["graph"] = {"rank": self.graph_rank, "score": self.graph_score}
+        return data
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,11 @@ Hybrid search fuses the two ranked lists. Two methods:
   RRF; on the held-out Python-docs set it does not lose either (README, Quality).
 - "rrf" (Cormack et al. 2009): score = sum over lists of 1 / (k + rank); needs no
   score statistics at all.
+
+Graph-augmented retrieval (graph/search.py) adds a third list, the chunks linked to the
+entities the question names and to their neighbours. Its scores are not comparable to
+the others', so it always joins by RRF: mode "graph" fuses keyword, vector and graph
+lists by RRF; hybrid with `graph=True` fuses hybrid's own ranking with the graph list.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ import numpy as np
 
 from .embedders.base import Embedder
 from .errors import InvalidQueryError
+from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
 from .settings import RetrievalMode, Settings
 from .stores.base import Store
 
 MODES: tuple[RetrievalMode, ...] = ("keyword", "vector", "hybrid")
+"""The modes that need no knowledge graph (what `eval retrieval` runs by default)."""
+SEARCH_MODES: tuple[RetrievalMode, ...] = (*MODES, "graph")
+_FUSED: tuple[RetrievalMode, ...] = ("hybrid", "graph")
 
 
 @dataclass(frozen=True)
@@ -39,10 +48,16 @@ class SearchOptions:
     fusion: str = "zscore"
     keyword_weight: float = 0.5
     rrf_k: int = 60
+    graph: bool = False
+    """Hybrid only: fuse the knowledge graph's list in too (mode "graph" always does)."""
+    graph_weight: float = 0.3
+    """The graph list's RRF weight relative to hybrid's ranking (in mode "graph": to half of keyword + vector)."""
+    graph_candidates: int = 10
+    """Length of the graph list: only its best chunks are worth a boost."""
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise InvalidQueryError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.mode not in SEARCH_MODES:
+            raise InvalidQueryError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(SEARCH_MODES)}")
         if self.top_k < 1:
             raise InvalidQueryError(f"top_k must be at least 1, got {self.top_k}")
         if self.fusion not in ("zscore", "rrf"):
@@ -61,17 +76,21 @@ class SearchOptions:
             "fusion": settings.fusion,
             "keyword_weight": settings.fusion_keyword_weight,
             "rrf_k": settings.rrf_k,
+            "graph": settings.graph_retrieval,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[ScoredId]], k: int = 60) -> list[tuple[str, float]]:
-    """Fused (chunk_id, score) pairs, best first; ties keep first-seen order."""
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[ScoredId]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Fused (chunk_id, score) pairs, best first; ties keep first-seen order. `weights` scale
+    each list's 1 / (k + rank) (default 1 each)."""
     fused: dict[str, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
         for item in ranking:
-            fused[item.chunk_id] = fused.get(item.chunk_id, 0.0) + 1.0 / (k + item.rank)
+            fused[item.chunk_id] = fused.get(item.chunk_id, 0.0) + weight / (k + item.rank)
     return sorted(fused.items(), key=lambda pair: -pair[1])
 
 
@@ -116,24 +135,33 @@ class Retriever:
         pool = max(options.candidates, options.top_k * max(options.per_document, 1))
         keyword: list[ScoredId] = []
         vector: list[ScoredId] = []
-        if options.mode in ("keyword", "hybrid"):
+        graph: list[ScoredId] = []
+        if options.mode in ("keyword", *_FUSED):
             keyword = self._store.keyword_search(query, pool, options.filters)
-        if options.mode in ("vector", "hybrid"):
+        if options.mode in ("vector", *_FUSED):
             if query_vector is None:
                 query_vector = self._embedder().embed_query(query)
             vector = self._store.vector_search(query_vector, pool, options.filters)
-
         if options.mode == "keyword":
             ranked = [(item.chunk_id, item.score) for item in keyword]
         elif options.mode == "vector":
             ranked = [(item.chunk_id, item.score) for item in vector]
-        elif options.fusion == "rrf":
-            ranked = reciprocal_rank_fusion([keyword, vector], options.rrf_k)
+        elif options.mode == "graph":
+            first = reciprocal_rank_fusion([keyword, vector], options.rrf_k)
+            graph = graph_ranking(self._store, query, options.graph_candidates, options.filters, [cid for cid, _ in first])
+            ranked = reciprocal_rank_fusion([keyword, vector, graph], options.rrf_k, [1.0, 1.0, 2 * options.graph_weight])
         else:
-            ranked = zscore_fusion([keyword, vector], [options.keyword_weight, 1.0 - options.keyword_weight])
+            if options.fusion == "rrf":
+                ranked = reciprocal_rank_fusion([keyword, vector], options.rrf_k)
+            else:
+                ranked = zscore_fusion([keyword, vector], [options.keyword_weight, 1.0 - options.keyword_weight])
+            if options.graph:
+                graph = graph_ranking(self._store, query, options.graph_candidates, options.filters, [cid for cid, _ in ranked])
+                hybrid = [ScoredId(chunk_id, rank, score) for rank, (chunk_id, score) in enumerate(ranked, 1)]
+                ranked = reciprocal_rank_fusion([hybrid, graph], options.rrf_k, [1.0, options.graph_weight])
         if options.min_score is not None:
             ranked = [(cid, score) for cid, score in ranked if score >= options.min_score]
-        return self._build_hits(ranked, keyword, vector, options)
+        return self._build_hits(ranked, keyword, vector, options, graph)
 
     def _build_hits(
         self,
@@ -141,9 +169,11 @@ class Retriever:
         keyword: list[ScoredId],
         vector: list[ScoredId],
         options: SearchOptions,
+        graph: Sequence[ScoredId] = (),
     ) -> list[Hit]:
         by_keyword = {item.chunk_id: item for item in keyword}
         by_vector = {item.chunk_id: item for item in vector}
+        by_graph = {item.chunk_id: item for item in graph}
         per_doc: dict[str, int] = {}
         hits: list[Hit] = []
         window = max(2 * options.top_k, 20)
@@ -159,7 +189,7 @@ class Retriever:
                 if options.per_document and seen >= options.per_document:
                     continue
                 per_doc[chunk.document_id] = seen + 1
-                kw, vec = by_keyword.get(chunk_id), by_vector.get(chunk_id)
+                kw, vec, gr = by_keyword.get(chunk_id), by_vector.get(chunk_id), by_graph.get(chunk_id)
                 hits.append(
                     Hit(
                         rank=len(hits) + 1,
@@ -169,6 +199,8 @@ class Retriever:
                         keyword_score=kw.score if kw else None,
                         vector_rank=vec.rank if vec else None,
                         vector_score=vec.score if vec else None,
+                        graph_rank=gr.rank if gr else None,
+                        graph_score=gr.score if gr else None,
                     )
                 )
                 if len(hits) == options.top_k:

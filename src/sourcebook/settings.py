@@ -20,7 +20,7 @@ from pydantic_settings import (
 
 from .tenants import DEFAULT_TENANT
 
-RetrievalMode = Literal["keyword", "vector", "hybrid"]
+RetrievalMode = Literal["keyword", "vector", "hybrid", "graph"]
 AnswerMode = Literal["retrieval", "full-context", "auto"]
 
 DEFAULT_INCLUDE = ("*.txt", "*.md", "*.markdown", "*.html", "*.htm", "*.pdf", "*.rst", "*.text")
@@ -103,6 +103,13 @@ class Settings(BaseSettings):
     enrich_chunks: bool = Field(False, description="have the LLM write a sentence situating each chunk (cached)")
     enrich_llm: str | None = Field(None, description="'provider:model' for enrichment; None = the answering LLM")
     embedding_base_url: str | None = Field(None, description="base URL of a hosted/OpenAI-compatible embedding API")
+
+    # Knowledge graph (README "Knowledge graph")
+    graph_extractor: Literal["auto", "offline", "llm"] = Field(
+        "auto", description="'llm' (graph_llm, else llm), 'offline' (deterministic rules), 'auto' = llm when one is set"
+    )
+    graph_llm: str | None = Field(None, description="'provider:model' for graph extraction; None = the answering LLM")
+    graph_retrieval: bool = Field(False, description="fuse the graph's list into hybrid search too (RRF)")
 
     @classmethod
     def settings_customise_sources(

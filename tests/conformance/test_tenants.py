@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sourcebook import KnowledgeBase, Settings
 from sourcebook.errors import ChatSessionNotFoundError, DocumentNotFoundError, InvalidTenantError, StoreError
 from sourcebook.ingest import document_id
 from sourcebook.models import DocumentStatus, SearchFilter
@@ -28,10 +29,10 @@ FILTERS = [
 
 
 @pytest.fixture(params=STORE_FACTORIES)
-def tenants(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+def tenants(request: pytest.FixtureRequest) -> Iterator[tuple[Store, Store]]:
     """Two tenants of one database, each with document "<tenant>-doc" plus a shared-looking one."""
     factory: StoreFactory = request.param
-    root = factory(tmp_path)
+    root = factory(request)
     acme, globex = root.for_tenant("acme"), root.for_tenant("globex")
     for tenant in (acme, globex):
         tenant.ensure_collection("docs", MODEL, DIM)
@@ -136,3 +137,33 @@ def test_deleting_a_collection_leaves_other_tenants_alone(tenants: tuple[Store, 
     assert search(globex, "keyword", SearchFilter()) and search(globex, "vector", SearchFilter())
     with pytest.raises(StoreError):
         acme.delete_collection("docs")
+
+
+@pytest.fixture(params=STORE_FACTORIES)
+def tenant_kbs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[KnowledgeBase, KnowledgeBase]]:
+    """Two tenants' knowledge bases over one store, holding the very same files."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "leave.md").write_text("# Leave\n\nEmployees get 27 days of paid holiday a year.\n")
+    (tmp_path / "docs" / "travel.md").write_text("# Travel\n\nTrain tickets are refunded within 30 days.\n")
+    root = KnowledgeBase(request.param(request), Settings())
+    acme, globex = root.for_tenant("acme"), root.for_tenant("globex")
+    for kb in (acme, globex):
+        assert all(r.action == "added" for r in kb.add(str(tmp_path / "docs"), metadata={"team": "red"}))
+    yield acme, globex
+    root.close()
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_knowledge_base_searches_stay_in_their_tenant(
+    tenant_kbs: tuple[KnowledgeBase, KnowledgeBase], mode: str
+) -> None:
+    acme, globex = tenant_kbs
+    for kb, other in ((acme, globex), (globex, acme)):
+        own = {d.id for d in kb.documents()}
+        theirs = [d.id for d in other.documents()]
+        assert own and not own & set(theirs)
+        for filters in ({}, {"collection": "default"}, {"metadata": {"team": "red"}}, {"document_ids": sorted(own)}):
+            hits = kb.search("paid holiday days", mode=mode, top_k=10, **filters)
+            assert hits, (mode, filters)
+            assert {hit.chunk.document_id for hit in hits} <= own, (mode, filters)
+        assert kb.search("paid holiday days", mode=mode, document_ids=theirs) == []

@@ -364,8 +364,6 @@ def test_open_store_takes_paths_and_sqlite_urls(tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.parametrize(("url", "message"), [
-    ("postgresql://user@host/db", "Postgres store not installed yet"),
-    ("postgres://host/db", "Postgres store not installed yet"),
     ("mongodb://host/db", "no store handles mongodb://"),
     ("sqlite://", "bad SQLite URL"),
 ])

@@ -83,7 +83,6 @@ def build_bert_onnx(model_dir: Path) -> bytes:
     w = _strip_prefix(load_file(str(weights_path)))
     hidden = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
-    head_dim = hidden // heads
     eps = float(config.get("layer_norm_eps", 1e-12))
 
     g = _GraphBuilder()

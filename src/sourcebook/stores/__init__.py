@@ -35,16 +35,21 @@ def _open_sqlite(url: str) -> Store:
     return SQLiteStore(rest[1:])
 
 
-def _postgres_not_installed(url: str) -> Store:
-    raise ConfigurationError(
-        "Postgres store not installed yet; use a SQLite path such as sourcebook.db for now"
-    )
+def _open_postgres(url: str) -> Store:
+    """psycopg and pgvector are the optional 'postgres' extra: imported only for a Postgres URL."""
+    try:
+        from .postgres import open_postgres
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the Postgres store needs the 'postgres' extra ({exc}): pip install 'sourcebook[postgres]'"
+        ) from exc
+    return open_postgres(url)
 
 
 _FACTORIES: dict[str, StoreFactory] = {
     "sqlite": _open_sqlite,
-    "postgresql": _postgres_not_installed,
-    "postgres": _postgres_not_installed,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
 }
 
 

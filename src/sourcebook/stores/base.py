@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
 
 
@@ -162,6 +163,61 @@ class Store(Protocol):
 
     def put_chunk_contexts(self, contexts: dict[str, str], generator: str) -> None:
         """Remember situating sentences (chunk hash -> sentence) so re-ingestion does not pay twice."""
+
+    # Knowledge graph (graph/) -------------------------------------------
+    # Nodes merge across documents by key; provenance is per chunk, so deleting a document
+    # or replacing its chunks removes its mentions and supports and prunes every node and
+    # edge left without any. All of it is scoped to the store's tenant.
+    def get_graph_extractions(self, chunk_hashes: Sequence[str], extractor: str) -> dict[str, dict[str, Any]]:
+        """Cached per-chunk extractions (ChunkExtraction JSON) by chunk content hash."""
+
+    def put_graph_extractions(self, extractions: dict[str, dict[str, Any]], extractor: str) -> None:
+        """Cache extractions (chunk hash -> ChunkExtraction JSON) so re-ingestion does not pay twice."""
+
+    def replace_document_graph(self, graph: DocumentGraph) -> None:
+        """Atomically swap the document's mentions, links and aliases for `graph`'s.
+
+        Mentions and links name chunks by id; ones naming chunks the document no longer has
+        are ignored. An alias whose key already has a node merges that node into the
+        canonical one. Raises DocumentNotFoundError for an unknown document.
+        """
+
+    def graph_documents(self) -> dict[str, tuple[str, str]]:
+        """Documents whose graph is built: document id -> (extractor, content hash it was built from)."""
+
+    def list_entities(
+        self, query: str | None = None, type: str | None = None, limit: int | None = 50, offset: int = 0
+    ) -> list[EntityRecord]:
+        """Entities, most mentioned first; `query` is a case-insensitive substring of name, key or alias."""
+
+    def find_entities(self, keys: Sequence[str]) -> dict[str, EntityRecord]:
+        """The entities named by these keys or alias keys, keyed by the key asked for (absent when unknown)."""
+
+    def entity_relations(self, keys: Sequence[str] | None = None, limit: int | None = None) -> list[RelationRecord]:
+        """Relations touching any of the entity keys (every relation when None), heaviest first."""
+
+    def entity_chunks(
+        self, keys: Sequence[str], filters: SearchFilter = SearchFilter()
+    ) -> list[tuple[str, str, str, int]]:
+        """(entity key, chunk id, document id, mention count) for the chunks mentioning these
+        entities within `filters`, by key, then most mentions first."""
+
+    def chunk_entities(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """chunk id -> {entity key: mention count}, for those of the chunks that mention any entity."""
+
+    def graph_stats(self) -> dict[str, int]:
+        """Counts of entities, relations and documents with a built graph."""
+
+    # Copying between stores (sourcebook copy) -----------------------------
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        """The document's chunks as `replace_chunks` took them (position order) and their
+        vectors: what moving a knowledge base to another store needs, without re-embedding."""
+
+    def tenants(self) -> list[str]:
+        """Every tenant holding rows in this database, sorted (not only this view's).
+
+        Raises StoreError when this connection may not see other tenants (Postgres: a DSN
+        whose role is subject to row-level security)."""
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:

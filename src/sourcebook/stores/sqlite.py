@@ -34,20 +34,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
 from ..errors import (
-    ChatSessionNotFoundError,
-    CollectionNotFoundError,
-    DocumentNotFoundError,
-    EmbeddingModelMismatchError,
     InvalidQueryError,
     StoreError,
 )
+from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import (
     Chunk,
     DocumentRecord,
@@ -56,8 +52,18 @@ from ..models import (
     SearchFilter,
     StoredChunk,
 )
-from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from ..tenants import DEFAULT_TENANT, check_tenant
+from . import graph_sql, sqlite_graph
+from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
+from .common import check_chunks_and_vectors as _check_chunks_and_vectors
+from .common import check_k as _check_k
+from .common import check_vector_dimension, chunk_id, missing_collection, model_mismatch, no_collection, query_dimension_mismatch
+from .common import indexed_text as _indexed_text
+from .common import no_session as _no_session
+from .common import not_found as _not_found
+from .common import now as _now
+from .common import session_taken, source_taken
+from .common import unit_query as _unit_query
 from .keyword_index import KeywordIndex, term_counts
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
@@ -217,8 +223,9 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
         "CREATE INDEX documents_status ON documents (tenant, status)",
         "CREATE INDEX chat_messages_session ON chat_messages (tenant, session_id, seq)",
     ),
-    # 6: API keys of the HTTP service (stores/sqlite_keys.py). Number 5 is reserved for another
-    # branch; until it lands this is the fifth entry, and it moves after 5 when that merges.
+    # 5: the knowledge graph, tenant-scoped (stores/sqlite_graph.py)
+    sqlite_graph.MIGRATION,
+    # 6: API keys of the HTTP service (stores/sqlite_keys.py)
     (
         """CREATE TABLE api_keys (
             id TEXT PRIMARY KEY,
@@ -361,11 +368,7 @@ class SQLiteStore:
                     (self.tenant, name, embedding_model, dimension, _now()),
                 )
             elif tuple(row) != (embedding_model, dimension):
-                raise EmbeddingModelMismatchError(
-                    f"collection {name!r} was indexed with embedding model {row[0]!r} ({row[1]} dimensions), "
-                    f"but the configured model is {embedding_model!r} ({dimension} dimensions); "
-                    f"use the matching model, or re-index into a new collection"
-                )
+                raise model_mismatch(name, tuple(row), embedding_model, dimension)
 
     def collections(self) -> list[CollectionInfo]:
         with self._read() as conn:
@@ -382,9 +385,10 @@ class SQLiteStore:
         with self._write() as conn:
             key = (self.tenant, name)
             if conn.execute("SELECT 1 FROM collections WHERE tenant = ? AND name = ?", key).fetchone() is None:
-                raise CollectionNotFoundError(f"no collection named {name!r}; list them with `sourcebook status`")
+                raise no_collection(name)
             documents = conn.execute("SELECT id FROM documents WHERE tenant = ? AND collection = ?", key).fetchall()
             for (document_id,) in documents:
+                graph_sql.forget_document(conn.execute, document_id)
                 _delete_chunk_rows(conn, document_id)
             conn.execute("DELETE FROM documents WHERE tenant = ? AND collection = ?", key)
             conn.execute("DELETE FROM collections WHERE tenant = ? AND name = ?", key)
@@ -473,11 +477,8 @@ class SQLiteStore:
         _check_chunks_and_vectors(chunks, vectors)
         with self._write() as conn:
             dimension = _document_dimension(conn, self.tenant, document_id)
-            if vectors.shape[1] != dimension:
-                raise ValueError(
-                    f"document {document_id!r} is in a collection of {dimension}-dimensional vectors, "
-                    f"got vectors of dimension {vectors.shape[1]}"
-                )
+            check_vector_dimension(document_id, dimension, vectors)
+            graph_sql.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
             _insert_chunk_rows(conn, document_id, title, chunks, vectors)
             conn.execute(
@@ -490,6 +491,7 @@ class SQLiteStore:
     def delete_document(self, document_id: str) -> None:
         with self._write() as conn:
             _document_dimension(conn, self.tenant, document_id)  # raises unless it is this tenant's
+            graph_sql.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
             if not conn.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount:
                 raise _not_found(document_id)
@@ -528,6 +530,28 @@ class SQLiteStore:
                 (self.tenant, document_id),
             ).fetchall()
         return [_stored_chunk(row) for row in rows]
+
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        with self._read() as conn:
+            rows = conn.execute(
+                """SELECT c.position, c.text, c.start, c."end", c.heading_path, c.page, c.token_count, c.prefix,
+                          v.vector
+                   FROM chunks c JOIN documents d ON d.id = c.document_id JOIN vectors v ON v.chunk_seq = c.seq
+                   WHERE d.tenant = ? AND c.document_id = ? ORDER BY c.position""",
+                (self.tenant, document_id),
+            ).fetchall()
+        chunks = [Chunk(position, text, start, end, tuple(json.loads(path)), page, tokens, prefix)
+                  for position, text, start, end, path, page, tokens, prefix, _ in rows]
+        vectors = np.stack([np.frombuffer(row[-1], dtype=np.float32) for row in rows]) if rows else np.zeros((0, 0), np.float32)
+        return chunks, vectors
+
+    def tenants(self) -> list[str]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT tenant FROM collections UNION SELECT tenant FROM chat_sessions "
+                "UNION SELECT tenant FROM chunk_contexts ORDER BY 1"
+            ).fetchall()
+        return [row[0] for row in rows]
 
     # Search --------------------------------------------------------------
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
@@ -579,7 +603,7 @@ class SQLiteStore:
         now = _now()
         with self._write() as conn:
             if self._has_session(conn, session_id):
-                raise StoreError(f"a chat session with id {session_id!r} exists already; open it or pick another id")
+                raise session_taken(session_id)
             conn.execute(
                 "INSERT INTO chat_sessions (tenant, id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
                 (self.tenant, session_id, title, now, now),
@@ -665,6 +689,58 @@ class SQLiteStore:
                 [(self.tenant, h, generator, context, now) for h, context in contexts.items()],
             )
 
+    # Knowledge graph (stores/sqlite_graph.py) -----------------------------
+    def get_graph_extractions(self, chunk_hashes: Sequence[str], extractor: str) -> dict[str, dict[str, Any]]:
+        with self._read() as conn:
+            return sqlite_graph.get_extractions(conn, self.tenant, chunk_hashes, extractor)
+
+    def put_graph_extractions(self, extractions: dict[str, dict[str, Any]], extractor: str) -> None:
+        with self._write() as conn:
+            sqlite_graph.put_extractions(conn, self.tenant, extractions, extractor, _now())
+
+    def replace_document_graph(self, graph: DocumentGraph) -> None:
+        with self._write() as conn:
+            if conn.execute(
+                "SELECT 1 FROM documents WHERE id = ? AND tenant = ?", (graph.document_id, self.tenant)
+            ).fetchone() is None:
+                raise _not_found(graph.document_id)
+            graph_sql.replace_document_graph(conn.execute, self.tenant, graph, _now())
+
+    def graph_documents(self) -> dict[str, tuple[str, str]]:
+        with self._read() as conn:
+            return sqlite_graph.graph_documents(conn, self.tenant)
+
+    def list_entities(
+        self, query: str | None = None, type: str | None = None, limit: int | None = 50, offset: int = 0
+    ) -> list[EntityRecord]:
+        with self._read() as conn:
+            return sqlite_graph.list_entities(conn, self.tenant, query, type, limit, offset)
+
+    def find_entities(self, keys: Sequence[str]) -> dict[str, EntityRecord]:
+        with self._read() as conn:
+            return sqlite_graph.find_entities(conn, self.tenant, keys)
+
+    def entity_relations(self, keys: Sequence[str] | None = None, limit: int | None = None) -> list[RelationRecord]:
+        with self._read() as conn:
+            return sqlite_graph.relations(conn, self.tenant, keys, limit)
+
+    def entity_chunks(
+        self, keys: Sequence[str], filters: SearchFilter = SearchFilter()
+    ) -> list[tuple[str, str, str, int]]:
+        with self._read() as conn:
+            allowed = _allowed_documents(conn, self.tenant, filters)
+            if allowed == []:
+                return []
+            return sqlite_graph.entity_chunks(conn, self.tenant, keys, allowed)
+
+    def chunk_entities(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        with self._read() as conn:
+            return sqlite_graph.chunk_entities(conn, self.tenant, chunk_ids)
+
+    def graph_stats(self) -> dict[str, int]:
+        with self._read() as conn:
+            return sqlite_graph.graph_counts(conn, self.tenant)
+
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
@@ -677,6 +753,7 @@ class SQLiteStore:
                    WHERE d.tenant = ?""",
                 (self.tenant,),
             ).fetchone()
+            graph = sqlite_graph.graph_counts(conn, self.tenant)
         return {
             "backend": "sqlite",
             "tenant": self.tenant,
@@ -686,6 +763,7 @@ class SQLiteStore:
             "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
             "chunks": chunks,
             "vectors": vectors,
+            "graph": graph,
             "collections": [asdict(info) for info in self.collections()],
         }
 
@@ -774,17 +852,6 @@ def _user_version(conn: sqlite3.Connection) -> int:
 
 
 # Writing chunks ------------------------------------------------------------------
-def _check_chunks_and_vectors(chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-    """Reject malformed input before the transaction starts (a caller bug, hence ValueError)."""
-    if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32 or vectors.ndim != 2:
-        raise ValueError("vectors must be a 2-d float32 numpy array")
-    if vectors.shape[0] != len(chunks):
-        raise ValueError(f"got {vectors.shape[0]} vectors for {len(chunks)} chunks")
-    positions = [chunk.position for chunk in chunks]
-    if len(set(positions)) != len(positions):
-        raise ValueError("chunk positions must be unique within a document")
-
-
 def _document_dimension(conn: sqlite3.Connection, tenant: str, document_id: str) -> int:
     """The vector dimension of the tenant's document; DocumentNotFoundError when it has none by that id."""
     row = conn.execute(
@@ -822,11 +889,6 @@ def _insert_chunk_rows(
         [(seqs[c.position], contiguous[i].tobytes()) for i, c in enumerate(chunks)],
     )
     _index_terms(conn, [(seqs[c.position], _indexed_text(title, c.heading_path, c.text)) for c in chunks])
-
-
-def _indexed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
-    """What keyword search matches a chunk on: its document's title, heading path and text."""
-    return f"{title}\n{_section(heading_path)}\n{text}"
 
 
 def _backfill_terms(conn: sqlite3.Connection) -> None:
@@ -884,7 +946,7 @@ def _generation(conn: sqlite3.Connection) -> int:
 def _require_collection(conn: sqlite3.Connection, tenant: str, collection: str) -> None:
     query = "SELECT 1 FROM collections WHERE tenant = ? AND name = ?"
     if conn.execute(query, (tenant, collection)).fetchone() is None:
-        raise StoreError(f"collection {collection!r} does not exist; create it with ensure_collection first")
+        raise missing_collection(collection)
 
 
 def _require_own_document(conn: sqlite3.Connection, tenant: str, document_id: str) -> None:
@@ -901,9 +963,7 @@ def _require_free_source(
         (tenant, collection, source, document_id),
     ).fetchone()
     if row is not None:
-        raise StoreError(
-            f"{source!r} is already in collection {collection!r} as document {row[0]!r}; update that document instead"
-        )
+        raise source_taken(source, collection, row[0])
 
 
 # Searching -------------------------------------------------------------------------
@@ -964,10 +1024,7 @@ def _check_query_dimension(conn: sqlite3.Connection, tenant: str, collections: S
     ).fetchall()
     if wrong:
         name, expected = wrong[0]
-        raise InvalidQueryError(
-            f"collection {name!r} holds {expected}-dimensional vectors but the query vector has {dimension}; "
-            f"embed the query with the collection's model"
-        )
+        raise query_dimension_mismatch(name, expected, dimension)
 
 
 def _load_index(conn: sqlite3.Connection, tenant: str, generation: int) -> _VectorIndex:
@@ -1035,28 +1092,7 @@ def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[np.argsort(-scores[candidates], kind="stable")]
 
 
-def _unit_query(vector: np.ndarray) -> np.ndarray:
-    query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(query))
-    if not np.isfinite(norm) or norm == 0.0:
-        raise InvalidQueryError("the query vector is zero or not finite")
-    return query / norm
-
-
-def _check_k(k: int) -> None:
-    if k < 1:
-        raise InvalidQueryError(f"k must be at least 1, got {k}")
-
-
 # Rows to values ----------------------------------------------------------------------
-def chunk_id(document_id: str, position: int) -> str:
-    return f"{document_id}#{position}"
-
-
-def _section(heading_path: tuple[str, ...]) -> str:
-    return " > ".join(heading_path)
-
-
 def _document(row: tuple[Any, ...]) -> DocumentRecord:
     (id_, collection, source, title, media_type, status, error, chunk_count, content_hash,
      metadata, created_at, updated_at) = row
@@ -1073,18 +1109,6 @@ def _stored_chunk(row: tuple[Any, ...]) -> StoredChunk:
         id=id_, document_id=document_id, collection=collection, source=source, title=title,
         position=position, text=text, heading_path=tuple(json.loads(heading_path)), page=page, prefix=prefix,
     )
-
-
-def _no_session(session_id: str) -> ChatSessionNotFoundError:
-    return ChatSessionNotFoundError(f"no chat session with id {session_id!r}; list the sessions to find its id")
-
-
-def _not_found(document_id: str) -> DocumentNotFoundError:
-    return DocumentNotFoundError(f"no document with id {document_id!r}; list the documents to find its id")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _placeholders(values: Sequence[Any]) -> str:
