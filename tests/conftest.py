@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from sourcebook import KnowledgeBase
+from sourcebook.stores.embedded_pg import EmbeddedPostgres
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -44,3 +46,26 @@ def docs_copy(tmp_path: Path, example_docs: Path) -> Path:
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
     with KnowledgeBase.open(tmp_path / "kb.db") as knowledge_base:
         yield knowledge_base
+
+
+# PostgreSQL: one embedded server per test session (started only if a test asks for it),
+# a fresh database per test, so tests never see each other's rows.
+@pytest.fixture(scope="session")
+def embedded_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
+    server = EmbeddedPostgres.start(tmp_path_factory.mktemp("postgres") / "data", delete_on_stop=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(embedded_postgres: EmbeddedPostgres) -> str:
+    """Superuser DSN of the session's server (its maintenance database: create, never fill)."""
+    return embedded_postgres.dsn
+
+
+@pytest.fixture
+def fresh_postgres_dsn(embedded_postgres: EmbeddedPostgres) -> Iterator[str]:
+    """A new empty database with pgvector installed, dropped after the test."""
+    dsn = embedded_postgres.create_database()
+    yield dsn
+    embedded_postgres.drop_database(conninfo_to_dict(dsn)["dbname"])

@@ -34,19 +34,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
-from ..errors import (
-    ChatSessionNotFoundError,
-    DocumentNotFoundError,
-    EmbeddingModelMismatchError,
-    InvalidQueryError,
-    StoreError,
-)
+from ..errors import InvalidQueryError, StoreError
 from ..models import (
     Chunk,
     DocumentRecord,
@@ -56,6 +49,15 @@ from ..models import (
     StoredChunk,
 )
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
+from .common import check_chunks_and_vectors as _check_chunks_and_vectors
+from .common import check_k as _check_k
+from .common import check_vector_dimension, chunk_id, missing_collection, model_mismatch, query_dimension_mismatch
+from .common import indexed_text as _indexed_text
+from .common import no_session as _no_session
+from .common import not_found as _not_found
+from .common import now as _now
+from .common import session_taken, source_taken
+from .common import unit_query as _unit_query
 from .keyword_index import KeywordIndex, term_counts
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
@@ -244,11 +246,7 @@ class SQLiteStore:
                     (name, embedding_model, dimension, _now()),
                 )
             elif tuple(row) != (embedding_model, dimension):
-                raise EmbeddingModelMismatchError(
-                    f"collection {name!r} was indexed with embedding model {row[0]!r} ({row[1]} dimensions), "
-                    f"but the configured model is {embedding_model!r} ({dimension} dimensions); "
-                    f"use the matching model, or re-index into a new collection"
-                )
+                raise model_mismatch(name, tuple(row), embedding_model, dimension)
 
     def collections(self) -> list[CollectionInfo]:
         with self._read() as conn:
@@ -336,11 +334,7 @@ class SQLiteStore:
         _check_chunks_and_vectors(chunks, vectors)
         with self._write() as conn:
             dimension = _document_dimension(conn, document_id)
-            if vectors.shape[1] != dimension:
-                raise ValueError(
-                    f"document {document_id!r} is in a collection of {dimension}-dimensional vectors, "
-                    f"got vectors of dimension {vectors.shape[1]}"
-                )
+            check_vector_dimension(document_id, dimension, vectors)
             _delete_chunk_rows(conn, document_id)
             _insert_chunk_rows(conn, document_id, title, chunks, vectors)
             conn.execute(
@@ -437,7 +431,7 @@ class SQLiteStore:
         now = _now()
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM chat_sessions WHERE id = ?", (session_id,)).fetchone():
-                raise StoreError(f"a chat session with id {session_id!r} exists already; open it or pick another id")
+                raise session_taken(session_id)
             conn.execute(
                 "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
                 (session_id, title, now, now),
@@ -596,17 +590,6 @@ def _user_version(conn: sqlite3.Connection) -> int:
 
 
 # Writing chunks ------------------------------------------------------------------
-def _check_chunks_and_vectors(chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-    """Reject malformed input before the transaction starts (a caller bug, hence ValueError)."""
-    if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32 or vectors.ndim != 2:
-        raise ValueError("vectors must be a 2-d float32 numpy array")
-    if vectors.shape[0] != len(chunks):
-        raise ValueError(f"got {vectors.shape[0]} vectors for {len(chunks)} chunks")
-    positions = [chunk.position for chunk in chunks]
-    if len(set(positions)) != len(positions):
-        raise ValueError("chunk positions must be unique within a document")
-
-
 def _document_dimension(conn: sqlite3.Connection, document_id: str) -> int:
     row = conn.execute(
         "SELECT c.dimension FROM documents d JOIN collections c ON c.name = d.collection WHERE d.id = ?",
@@ -642,11 +625,6 @@ def _insert_chunk_rows(
         [(seqs[c.position], contiguous[i].tobytes()) for i, c in enumerate(chunks)],
     )
     _index_terms(conn, [(seqs[c.position], _indexed_text(title, c.heading_path, c.text)) for c in chunks])
-
-
-def _indexed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
-    """What keyword search matches a chunk on: its document's title, heading path and text."""
-    return f"{title}\n{_section(heading_path)}\n{text}"
 
 
 def _backfill_terms(conn: sqlite3.Connection) -> None:
@@ -701,7 +679,7 @@ def _generation(conn: sqlite3.Connection) -> int:
 
 def _require_collection(conn: sqlite3.Connection, collection: str) -> None:
     if conn.execute("SELECT 1 FROM collections WHERE name = ?", (collection,)).fetchone() is None:
-        raise StoreError(f"collection {collection!r} does not exist; create it with ensure_collection first")
+        raise missing_collection(collection)
 
 
 def _require_free_source(conn: sqlite3.Connection, document_id: str, collection: str, source: str) -> None:
@@ -710,9 +688,7 @@ def _require_free_source(conn: sqlite3.Connection, document_id: str, collection:
         (collection, source, document_id),
     ).fetchone()
     if row is not None:
-        raise StoreError(
-            f"{source!r} is already in collection {collection!r} as document {row[0]!r}; update that document instead"
-        )
+        raise source_taken(source, collection, row[0])
 
 
 # Searching -------------------------------------------------------------------------
@@ -771,10 +747,7 @@ def _check_query_dimension(conn: sqlite3.Connection, collections: Sequence[str],
     ).fetchall()
     if wrong:
         name, expected = wrong[0]
-        raise InvalidQueryError(
-            f"collection {name!r} holds {expected}-dimensional vectors but the query vector has {dimension}; "
-            f"embed the query with the collection's model"
-        )
+        raise query_dimension_mismatch(name, expected, dimension)
 
 
 def _load_index(conn: sqlite3.Connection, generation: int) -> _VectorIndex:
@@ -840,28 +813,7 @@ def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[np.argsort(-scores[candidates], kind="stable")]
 
 
-def _unit_query(vector: np.ndarray) -> np.ndarray:
-    query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(query))
-    if not np.isfinite(norm) or norm == 0.0:
-        raise InvalidQueryError("the query vector is zero or not finite")
-    return query / norm
-
-
-def _check_k(k: int) -> None:
-    if k < 1:
-        raise InvalidQueryError(f"k must be at least 1, got {k}")
-
-
 # Rows to values ----------------------------------------------------------------------
-def chunk_id(document_id: str, position: int) -> str:
-    return f"{document_id}#{position}"
-
-
-def _section(heading_path: tuple[str, ...]) -> str:
-    return " > ".join(heading_path)
-
-
 def _document(row: tuple[Any, ...]) -> DocumentRecord:
     (id_, collection, source, title, media_type, status, error, chunk_count, content_hash,
      metadata, created_at, updated_at) = row
@@ -878,18 +830,6 @@ def _stored_chunk(row: tuple[Any, ...]) -> StoredChunk:
         id=id_, document_id=document_id, collection=collection, source=source, title=title,
         position=position, text=text, heading_path=tuple(json.loads(heading_path)), page=page, prefix=prefix,
     )
-
-
-def _no_session(session_id: str) -> ChatSessionNotFoundError:
-    return ChatSessionNotFoundError(f"no chat session with id {session_id!r}; list the sessions to find its id")
-
-
-def _not_found(document_id: str) -> DocumentNotFoundError:
-    return DocumentNotFoundError(f"no document with id {document_id!r}; list the documents to find its id")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _placeholders(values: Sequence[Any]) -> str:

@@ -1,0 +1,108 @@
+"""What every store implementation shares: input checks, ids, and the typed errors it raises.
+
+One place, so the SQLite and Postgres stores reject the same inputs with the same
+messages, and a chunk is keyword-indexed on the same text in both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from ..errors import (
+    ChatSessionNotFoundError,
+    DocumentNotFoundError,
+    EmbeddingModelMismatchError,
+    InvalidQueryError,
+    StoreError,
+)
+from ..models import Chunk
+
+
+def check_chunks_and_vectors(chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    """Reject malformed input before the transaction starts (a caller bug, hence ValueError)."""
+    if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32 or vectors.ndim != 2:
+        raise ValueError("vectors must be a 2-d float32 numpy array")
+    if vectors.shape[0] != len(chunks):
+        raise ValueError(f"got {vectors.shape[0]} vectors for {len(chunks)} chunks")
+    positions = [chunk.position for chunk in chunks]
+    if len(set(positions)) != len(positions):
+        raise ValueError("chunk positions must be unique within a document")
+
+
+def check_vector_dimension(document_id: str, expected: int, vectors: np.ndarray) -> None:
+    if vectors.shape[1] != expected:
+        raise ValueError(
+            f"document {document_id!r} is in a collection of {expected}-dimensional vectors, "
+            f"got vectors of dimension {vectors.shape[1]}"
+        )
+
+
+def unit_query(vector: np.ndarray) -> np.ndarray:
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(query))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise InvalidQueryError("the query vector is zero or not finite")
+    return query / norm
+
+
+def check_k(k: int) -> None:
+    if k < 1:
+        raise InvalidQueryError(f"k must be at least 1, got {k}")
+
+
+def chunk_id(document_id: str, position: int) -> str:
+    return f"{document_id}#{position}"
+
+
+def section(heading_path: tuple[str, ...]) -> str:
+    return " > ".join(heading_path)
+
+
+def indexed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
+    """What keyword search matches a chunk on: its document's title, heading path and text."""
+    return f"{title}\n{section(heading_path)}\n{text}"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+# Errors -------------------------------------------------------------------------------
+def model_mismatch(name: str, recorded: tuple[str, int], embedding_model: str, dimension: int) -> EmbeddingModelMismatchError:
+    return EmbeddingModelMismatchError(
+        f"collection {name!r} was indexed with embedding model {recorded[0]!r} ({recorded[1]} dimensions), "
+        f"but the configured model is {embedding_model!r} ({dimension} dimensions); "
+        f"use the matching model, or re-index into a new collection"
+    )
+
+
+def query_dimension_mismatch(collection: str, expected: int, got: int) -> InvalidQueryError:
+    return InvalidQueryError(
+        f"collection {collection!r} holds {expected}-dimensional vectors but the query vector has {got}; "
+        f"embed the query with the collection's model"
+    )
+
+
+def missing_collection(collection: str) -> StoreError:
+    return StoreError(f"collection {collection!r} does not exist; create it with ensure_collection first")
+
+
+def source_taken(source: str, collection: str, document_id: str) -> StoreError:
+    return StoreError(
+        f"{source!r} is already in collection {collection!r} as document {document_id!r}; update that document instead"
+    )
+
+
+def session_taken(session_id: str) -> StoreError:
+    return StoreError(f"a chat session with id {session_id!r} exists already; open it or pick another id")
+
+
+def no_session(session_id: str) -> ChatSessionNotFoundError:
+    return ChatSessionNotFoundError(f"no chat session with id {session_id!r}; list the sessions to find its id")
+
+
+def not_found(document_id: str) -> DocumentNotFoundError:
+    return DocumentNotFoundError(f"no document with id {document_id!r}; list the documents to find its id")
