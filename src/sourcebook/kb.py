@@ -20,6 +20,7 @@ from .enrichment import ContextualEnricher
 from .errors import ConfigurationError, DocumentNotFoundError, InvalidQueryError
 from .generators import Generator, Message, create_llm
 from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
+from .jobs import runner_for
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -64,15 +65,20 @@ class KnowledgeBase:
         metadata: dict[str, Any] | None = None,
         format: str = "auto",
         progress: ProgressHandler | None = None,
+        wait: bool = True,
     ) -> list[IngestResult]:
         """Add files, folders or URLs (or a BEIR corpus.jsonl with format="beir").
 
         Unchanged sources cost a hash; changed ones re-embed only changed chunks.
-        A bad source yields a "failed" result and never stops the others.
+        A bad source yields a "failed" result and never stops the others. On Postgres each
+        source is a queued job (jobs/): `wait=False` returns "queued" results at once.
         """
         items = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        ingestor = Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
-        return ingestor.add([str(s) for s in items], collection, metadata, format)
+        return runner_for(self).add([str(s) for s in items], collection, metadata, format, progress, wait)
+
+    def ingestor(self, progress: ProgressHandler | None = None) -> Ingestor:
+        """The in-process pipeline on this knowledge base (what a runner or a job drives)."""
+        return Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
 
     def _enricher(self) -> ContextualEnricher | None:
         """The contextual enricher when settings.enrich_chunks asks for one (it needs an LLM)."""

@@ -101,6 +101,13 @@ class Settings(BaseSettings):
     enrich_llm: str | None = Field(None, description="'provider:model' for enrichment; None = the answering LLM")
     embedding_base_url: str | None = Field(None, description="base URL of a hosted/OpenAI-compatible embedding API")
 
+    # Ingestion jobs (README "Scaling ingestion"): on Postgres, `add` queues one job per source
+    ingest_jobs: Literal["auto", "inline"] = Field(
+        "auto", description="'auto': through the job queue on Postgres, in-process on SQLite; 'inline': always in-process"
+    )
+    job_attempts: int = Field(3, ge=1, description="attempts of an ingestion job before its document is in error")
+    job_retry_delay: float = Field(2.0, ge=0, description="seconds before a failed job's first retry (doubles per retry)")
+
     @classmethod
     def settings_customise_sources(
         cls,
