@@ -25,6 +25,7 @@ from rich.table import Column, Table
 from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
+from .cli_jobs import worker
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -32,6 +33,7 @@ from .models import Answer, Hit, IngestResult
 
 app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questions.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+app.command()(worker)
 out = Console()
 err = Console(stderr=True)
 
@@ -134,11 +136,14 @@ def add(
     collection: CollectionOpt = None,
     format: Annotated[str, typer.Option("--format", help="'auto', or 'beir' for a BEIR corpus.jsonl")] = "auto",
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="key=value metadata for every document")] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="on Postgres, wait for the queued jobs")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Add documents (new or changed ones only) to the knowledge base."""
     with _errors(as_json), _open() as kb, _progress(err.is_terminal) as progress:
-        results = kb.add(sources, collection or DEFAULT_COLLECTION, metadata=_parse_meta(meta), format=format, progress=progress)
+        results = kb.add(
+            sources, collection or DEFAULT_COLLECTION, metadata=_parse_meta(meta), format=format, progress=progress, wait=wait
+        )
     _report_ingest(results, as_json)
 
 
