@@ -7,6 +7,7 @@ Everything is real: a SQLite file in a temp dir and the bundled MiniLM model
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,10 +52,14 @@ def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
 # PostgreSQL: one embedded server per test session (started only if a test asks for it),
 # a fresh database per test, so tests never see each other's rows.
 @pytest.fixture(scope="session")
-def embedded_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
-    server = EmbeddedPostgres.start(tmp_path_factory.mktemp("postgres") / "data", delete_on_stop=True)
+def embedded_postgres() -> Iterator[EmbeddedPostgres]:
+    """Not under pytest's tmp_path: pytest prunes old basetemp dirs of *other* concurrent runs
+    by the same user, which would pull the data directory from under a running server."""
+    directory = Path(tempfile.mkdtemp(prefix="sourcebook-pg-"))
+    server = EmbeddedPostgres.start(directory / "data", delete_on_stop=True, durable=False)
     yield server
     server.stop()
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -67,5 +72,23 @@ def postgres_dsn(embedded_postgres: EmbeddedPostgres) -> str:
 def fresh_postgres_dsn(embedded_postgres: EmbeddedPostgres) -> Iterator[str]:
     """A new empty database with pgvector installed, dropped after the test."""
     dsn = embedded_postgres.create_database()
+    yield dsn
+    embedded_postgres.drop_database(conninfo_to_dict(dsn)["dbname"])
+
+
+@pytest.fixture(scope="session")
+def _migrated_postgres_template(embedded_postgres: EmbeddedPostgres) -> str:
+    """A database with Sourcebook's schema, copied by `migrated_postgres_dsn` (faster than migrating)."""
+    from sourcebook.stores.postgres import PostgresStore
+
+    dsn = embedded_postgres.create_database("sourcebook_template")
+    PostgresStore(dsn).close()
+    return "sourcebook_template"
+
+
+@pytest.fixture
+def migrated_postgres_dsn(embedded_postgres: EmbeddedPostgres, _migrated_postgres_template: str) -> Iterator[str]:
+    """A new database holding Sourcebook's schema and no rows, dropped after the test."""
+    dsn = embedded_postgres.create_database(template=_migrated_postgres_template)
     yield dsn
     embedded_postgres.drop_database(conninfo_to_dict(dsn)["dbname"])

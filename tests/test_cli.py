@@ -151,3 +151,18 @@ def test_db_path_from_environment_then_default(tmp_path, example_docs):
     assert (tmp_path / "sourcebook.db").exists()
     out = subprocess.run([exe, "search", "plants watered", "--json"], check=True, env=env, cwd=tmp_path, capture_output=True, text=True)
     assert json.loads(out.stdout)["hits"][0]["source"] == str(note)
+
+
+def test_tenant_option_scopes_every_command(db, tmp_path):
+    own = str(tmp_path / "own.db")
+    shutil.copy(db, own)
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nThe office plants are watered on Fridays.\n")
+    run("--db", own, "--tenant", "acme", "add", str(note), "--json")
+    acme_hits = json.loads(run("--db", own, "--tenant", "acme", "search", "plants watered", "--json"))["hits"]
+    assert {h["source"] for h in acme_hits} == {str(note)}
+    default_hits = json.loads(run("--db", own, "search", "plants watered", "--json"))["hits"]
+    assert str(note) not in {h["source"] for h in default_hits}
+    assert len(json.loads(run("--db", own, "--tenant", "acme", "list", "--json"))["documents"]) == 1
+    error = json.loads(run("--db", own, "--tenant", "Not Valid", "list", "--json", ok=False))
+    assert error["error"]["code"] == "invalid_tenant"

@@ -117,6 +117,24 @@ def test_collections_and_metadata_filters(tmp_path, docs_copy):
         assert {h.chunk.document_id for h in kb.search("incident", document_ids=[hr_doc.id], per_document=0)} == {hr_doc.id}
 
 
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_tenants_of_one_file_never_see_each_other(tmp_path, docs_copy, mode):
+    """The same file added by two tenants: each finds, answers from and removes only its own."""
+    handbook = str(docs_copy / "employee-handbook.md")
+    with KnowledgeBase.open(tmp_path / "kb.db", tenant="acme") as acme:
+        globex = acme.for_tenant("globex")
+        (mine,) = acme.add(handbook)
+        (theirs,) = globex.add(handbook)
+        assert mine.document_id != theirs.document_id
+        assert {h.chunk.document_id for h in acme.search("paid holiday", mode=mode, per_document=0)} == {mine.document_id}
+        assert {c.document_id for c in acme.ask("How many days of paid holiday?").citations} <= {mine.document_id}
+        assert acme.document(handbook).id == mine.document_id
+        globex.remove(handbook)
+        assert acme.search("paid holiday", mode=mode) and not globex.search("paid holiday", mode=mode)
+    with KnowledgeBase.open(tmp_path / "kb.db") as default:
+        assert default.tenant == "default" and default.documents() == []
+
+
 def test_model_mismatch_is_refused(tmp_path, docs_copy):
     path = tmp_path / "kb.db"
     with KnowledgeBase.open(path) as kb:

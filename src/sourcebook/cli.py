@@ -26,6 +26,7 @@ from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
 from .cli_jobs import worker
+from .cli_store import copy, migrate, postgres_app
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -43,10 +44,13 @@ CollectionOpt = Annotated[Optional[str], typer.Option("--collection", "-c", help
 
 class _State:
     db: str | None = None
+    tenant: str | None = None
 
 
 def _open() -> KnowledgeBase:
-    return KnowledgeBase.open(_State.db or os.environ.get("SOURCEBOOK_DB") or "sourcebook.db")
+    """The knowledge base the global options (else $SOURCEBOOK_DB / $SOURCEBOOK_TENANT) name."""
+    overrides = {"tenant": _State.tenant} if _State.tenant else {}
+    return KnowledgeBase.open(_State.db or os.environ.get("SOURCEBOOK_DB") or "sourcebook.db", **overrides)
 
 
 def _emit_json(data: Any) -> None:
@@ -87,8 +91,12 @@ def main(
     db: Annotated[
         Optional[str], typer.Option("--db", help="Knowledge base file (else $SOURCEBOOK_DB, else ./sourcebook.db).")
     ] = None,
+    tenant: Annotated[
+        Optional[str], typer.Option("--tenant", help="Tenant to act as (else $SOURCEBOOK_TENANT, else 'default').")
+    ] = None,
 ) -> None:
     _State.db = db
+    _State.tenant = tenant
 
 
 @contextmanager
@@ -422,3 +430,9 @@ def status(as_json: JsonOpt = False) -> None:
         return
     for key, value in stats.items():
         out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+
+
+# Database commands (cli_store.py), listed after the everyday ones.
+app.command()(migrate)
+app.command()(copy)
+app.add_typer(postgres_app, name="postgres")

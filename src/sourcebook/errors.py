@@ -85,6 +85,12 @@ class DocumentNotFoundError(StoreError):
     code = "document_not_found"
 
 
+class InvalidTenantError(ConfigurationError):
+    """A tenant name is not one Sourcebook accepts (see sourcebook.tenants)."""
+
+    code = "invalid_tenant"
+
+
 class InvalidQueryError(SourcebookError):
     """A search request is malformed (empty query, bad mode, bad filter)."""
 

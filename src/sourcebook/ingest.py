@@ -28,6 +28,7 @@ from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
 from .models import Chunk, DocumentStatus, IngestResult, ParsedDocument
 from .settings import Settings
 from .stores.base import Store
+from .tenants import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     from .enrichment import ContextualEnricher
@@ -53,9 +54,13 @@ _Item = tuple[str, Callable[[], _Loaded]]
 """A source and how to load it: loading is deferred so an unchanged source costs only a hash."""
 
 
-def document_id(collection: str, source: str) -> str:
-    """Stable id: the same source in the same collection is the same document."""
-    return hashlib.sha256(f"{collection}\x00{source}".encode()).hexdigest()[:16]
+def document_id(collection: str, source: str, tenant: str = DEFAULT_TENANT) -> str:
+    """Stable id: the same source in the same collection of a tenant is the same document.
+
+    The default tenant's ids omit the tenant, so files written before tenants keep theirs.
+    """
+    key = f"{collection}\x00{source}" if tenant == DEFAULT_TENANT else f"{tenant}\x00{collection}\x00{source}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def normalize_source(source: str) -> str:
@@ -176,7 +181,7 @@ class Ingestor:
     def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> IngestResult | None:
         """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
         source, load = item
-        doc_id = document_id(collection, source)
+        doc_id = document_id(collection, source, self.store.tenant)
         existing = self.store.get_document(doc_id)
         try:
             fingerprint, parsed, raw = load()

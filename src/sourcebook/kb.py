@@ -33,12 +33,19 @@ DEFAULT_COLLECTION = "default"
 class KnowledgeBase:
     """Documents in, cited answers out. Use `KnowledgeBase.open(path)`."""
 
-    def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        generators: dict[str, Generator] | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self._embedder = embedder
         self._retriever = Retriever(store, lambda: self.embedder)
-        self._generators: dict[str, Generator] = {}
+        self._generators: dict[str, Generator] = {} if generators is None else generators
+        self._parent: KnowledgeBase | None = None  # set on a tenant's view: it shares the parent's model
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, **overrides: Any) -> KnowledgeBase:
@@ -48,12 +55,24 @@ class KnowledgeBase:
             settings = settings.model_copy(update=overrides)
         if path is not None:
             settings = settings.model_copy(update={"db": str(path)})
-        return cls(open_store(settings.db), settings)
+        return cls(open_store(settings.db, settings.tenant), settings)
+
+    @property
+    def tenant(self) -> str:
+        return self.store.tenant
+
+    def for_tenant(self, tenant: str) -> KnowledgeBase:
+        """The same knowledge base seen by `tenant`: one database, model and LLM clients, no
+        document of any other tenant (the store enforces it). Closing either closes both."""
+        settings = self.settings.model_copy(update={"tenant": tenant})
+        view = KnowledgeBase(self.store.for_tenant(tenant), settings, self._embedder, self._generators)
+        view._parent = self
+        return view
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = create_embedder(self.settings)
+            self._embedder = self._parent.embedder if self._parent else create_embedder(self.settings)
         return self._embedder
 
     # Ingestion -----------------------------------------------------------
@@ -120,7 +139,7 @@ class KnowledgeBase:
             return record
         collections = [collection] if collection else [c.name for c in self.store.collections()]
         source = normalize_source(document)
-        matches = [r for c in collections if (r := self.store.get_document(document_id(c, source)))]
+        matches = [r for c in collections if (r := self.store.get_document(document_id(c, source, self.tenant)))]
         if len(matches) == 1:
             return matches[0]
         if not matches:

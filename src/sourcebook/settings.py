@@ -18,6 +18,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from .tenants import DEFAULT_TENANT
+
 RetrievalMode = Literal["keyword", "vector", "hybrid"]
 AnswerMode = Literal["retrieval", "full-context", "auto"]
 
@@ -30,7 +32,8 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SOURCEBOOK_", extra="ignore")
 
-    db: str = Field("sourcebook.db", description="SQLite file path of the knowledge base")
+    db: str = Field("sourcebook.db", description="SQLite file path (or store URL) of the knowledge base")
+    tenant: str = Field(DEFAULT_TENANT, description="the tenant whose documents every call sees and changes")
 
     # Embeddings
     embedding_model: str = Field(

@@ -9,8 +9,8 @@ from tests.conformance.test_store import STORE_FACTORIES
 
 
 @pytest.fixture(params=STORE_FACTORIES)
-def store(request, tmp_path):
-    instance = request.param(tmp_path)
+def store(request):
+    instance = request.param(request)
     yield instance
     instance.close()
 

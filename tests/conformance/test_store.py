@@ -1,8 +1,8 @@
 """The `Store` contract, run against every implementation.
 
 To add a back end, append a `pytest.param(factory, id=...)` to STORE_FACTORIES: a factory
-takes pytest's `tmp_path` and returns a fresh, empty store (mark it to skip when its
-server is unavailable). Nothing else here names an implementation.
+takes the fixture request (for fixtures such as `tmp_path` or a fresh database) and returns
+a fresh, empty store. Nothing else here names an implementation.
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ from sourcebook.models import (
     SearchFilter,
 )
 from sourcebook.stores import SQLiteStore, Store
+from sourcebook.stores.postgres import PostgresStore
 
-StoreFactory = Callable[[Path], Store]
+StoreFactory = Callable[[pytest.FixtureRequest], Store]
 
 STORE_FACTORIES = [
-    pytest.param(lambda tmp_path: SQLiteStore(tmp_path / "conformance.db"), id="sqlite"),
+    pytest.param(lambda request: SQLiteStore(request.getfixturevalue("tmp_path") / "conformance.db"), id="sqlite"),
+    pytest.param(lambda request: PostgresStore(request.getfixturevalue("migrated_postgres_dsn")), id="postgres"),
 ]
 
 DIM = 4
@@ -39,9 +41,9 @@ EVERYTHING = SearchFilter()
 
 
 @pytest.fixture(params=STORE_FACTORIES)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     factory: StoreFactory = request.param
-    instance = factory(tmp_path)
+    instance = factory(request)
     instance.ensure_collection("docs", MODEL, DIM)
     yield instance
     instance.close()
@@ -417,3 +419,19 @@ def test_stats(store: Store) -> None:
     assert [c["name"] for c in stats["collections"]] == ["docs"]
     assert isinstance(stats["size_bytes"], int)
     assert stats["path"]
+
+
+# Copying between stores ------------------------------------------------------------------------
+def test_export_chunks_gives_back_what_was_written(store: Store) -> None:
+    vectors = [unit(1.0), unit(0.5, 1.0)]
+    chunks = add_document(store, "d1", ["first", "second"], vectors=vectors)
+    exported, matrix = store.export_chunks("d1")
+    assert exported == chunks
+    assert matrix.dtype == np.float32 and np.array_equal(matrix, np.stack(vectors))
+    assert store.export_chunks("missing")[0] == []
+
+
+def test_tenants_lists_every_tenant_with_rows(store: Store) -> None:
+    store.for_tenant("acme").ensure_collection("docs", MODEL, DIM)
+    store.for_tenant("globex").create_chat_session("s", "t")
+    assert store.tenants() == ["acme", "default", "globex"]

@@ -180,6 +180,40 @@ def test_version_one_database_is_migrated_with_its_keyword_index(tmp_path: Path)
     assert raw(path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
 
 
+def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Path) -> None:
+    """Migration 4 rebuilds tables with foreign keys off: no chunk, vector or chat turn is lost."""
+    path = tmp_path / "v3.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    for statements in sqlite_store.MIGRATIONS[:3]:
+        for statement in statements:
+            statement(conn) if callable(statement) else conn.execute(statement)
+    conn.execute("PRAGMA user_version = 3")
+    now = "2026-01-01T00:00:00+00:00"
+    conn.execute("INSERT INTO collections VALUES ('docs', 'm', 2, ?)", (now,))
+    conn.execute(
+        "INSERT INTO documents (id, collection, source, title, media_type, status, chunk_count, metadata, created_at, updated_at)"
+        " VALUES ('d1', 'docs', 'd1', 'Zebra facts', 'text/plain', 'ready', 1, '{}', ?, ?)", (now, now))
+    conn.execute(
+        "INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page, token_count, content_hash, start, \"end\")"
+        " VALUES ('d1#0', 'd1', 0, 'Stripes confuse flies.', '', '[]', NULL, 4, 'h', 0, 22)")
+    conn.execute("INSERT INTO vectors VALUES (1, ?)", (np.array([1, 0], dtype=np.float32).tobytes(),))
+    sqlite_store._backfill_terms(conn)
+    conn.execute("INSERT INTO chat_sessions VALUES ('s1', 'Old chat', ?, ?)", (now, now))
+    conn.execute("INSERT INTO chat_messages (session_id, role, content, created_at) VALUES ('s1', 'user', 'hi', ?)", (now,))
+    conn.execute("INSERT INTO chunk_contexts VALUES ('h', 'gen', 'context', ?)", (now,))
+    conn.close()
+    with SQLiteStore(path) as store:
+        assert [r.chunk_id for r in store.vector_search(np.array([1, 0], dtype=np.float32), 5, EVERYTHING)] == ["d1#0"]
+        assert [r.chunk_id for r in store.keyword_search("zebra stripes", 5, EVERYTHING)] == ["d1#0"]
+        assert [m.content for m in store.chat_messages("s1")] == ["hi"]
+        assert store.get_chunk_contexts(["h"], "gen") == {"h": "context"}
+        assert store.for_tenant("other").list_documents() == []
+        store.delete_document("d1")  # the rebuilt foreign keys still cascade
+    assert raw(path, "SELECT count(*) FROM vectors") == [(0,)]
+    assert raw(path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
+
+
 def test_failure_after_the_old_rows_are_gone_rolls_back(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     put(store, "d1", ["old alpha", "old beta"])
     real_insert = sqlite_store._insert_chunk_rows
@@ -211,9 +245,9 @@ def test_vectors_reload_only_after_chunk_changes(store: SQLiteStore, monkeypatch
     loads: list[int] = []
     real_load = sqlite_store._load_index
 
-    def counting_load(conn: sqlite3.Connection, generation: int) -> Any:
+    def counting_load(conn: sqlite3.Connection, tenant: str, generation: int) -> Any:
         loads.append(generation)
-        return real_load(conn, generation)
+        return real_load(conn, tenant, generation)
 
     monkeypatch.setattr(sqlite_store, "_load_index", counting_load)
     put(store, "d1", ["one"])
@@ -330,8 +364,6 @@ def test_open_store_takes_paths_and_sqlite_urls(tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.parametrize(("url", "message"), [
-    ("postgresql://user@host/db", "Postgres store not installed yet"),
-    ("postgres://host/db", "Postgres store not installed yet"),
     ("mongodb://host/db", "no store handles mongodb://"),
     ("sqlite://", "bad SQLite URL"),
 ])

@@ -181,7 +181,7 @@ class QueueRunner:
         queued: list[JobSpec] = []
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             for source, load in load_items(list(sources), fmt, settings, progress):
-                doc_id = document_id(collection, source)
+                doc_id = document_id(collection, source, tenant)
                 existing = store.get_document(doc_id)
                 spec = JobSpec(str(uuid.uuid4()), tenant, collection, source, doc_id, metadata,
                                settings.job_attempts, settings.job_retry_delay)

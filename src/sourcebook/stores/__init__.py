@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..tenants import DEFAULT_TENANT, check_tenant
 from .base import CollectionInfo, Store
 from .sqlite import SQLiteStore
 
@@ -34,16 +35,21 @@ def _open_sqlite(url: str) -> Store:
     return SQLiteStore(rest[1:])
 
 
-def _postgres_not_installed(url: str) -> Store:
-    raise ConfigurationError(
-        "Postgres store not installed yet; use a SQLite path such as sourcebook.db for now"
-    )
+def _open_postgres(url: str) -> Store:
+    """psycopg and pgvector are the optional 'postgres' extra: imported only for a Postgres URL."""
+    try:
+        from .postgres import open_postgres
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the Postgres store needs the 'postgres' extra ({exc}): pip install 'sourcebook[postgres]'"
+        ) from exc
+    return open_postgres(url)
 
 
 _FACTORIES: dict[str, StoreFactory] = {
     "sqlite": _open_sqlite,
-    "postgresql": _postgres_not_installed,
-    "postgres": _postgres_not_installed,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
 }
 
 
@@ -52,9 +58,17 @@ def register_store(scheme: str, factory: StoreFactory) -> None:
     _FACTORIES[scheme.lower()] = factory
 
 
-def open_store(url_or_path: str | Path) -> Store:
-    """Open the store a path or URL names. Raises ConfigurationError for unknown schemes."""
-    target = str(url_or_path)
+def open_store(url_or_path: str | Path, tenant: str = DEFAULT_TENANT) -> Store:
+    """Open the store a path or URL names, scoped to `tenant`.
+
+    Raises ConfigurationError for unknown schemes and InvalidTenantError for a bad tenant.
+    """
+    check_tenant(tenant)
+    store = _open_default_tenant(str(url_or_path))
+    return store if tenant == DEFAULT_TENANT else store.for_tenant(tenant)
+
+
+def _open_default_tenant(target: str) -> Store:
     match = _SCHEME.match(target)
     if match is None:
         return SQLiteStore(target)

@@ -47,7 +47,17 @@ class ChatMessageRecord:
 
 @runtime_checkable
 class Store(Protocol):
-    """Persistent documents, chunks, vectors and keyword index."""
+    """Persistent documents, chunks, vectors and keyword index, scoped to one tenant.
+
+    Every method sees and changes only the rows of `tenant`; `for_tenant` gives the same
+    database scoped to another tenant (sharing connections), which is how a server that
+    serves many tenants holds one store.
+    """
+
+    tenant: str
+
+    def for_tenant(self, tenant: str) -> Store:
+        """The same database scoped to `tenant`. Raises InvalidTenantError for a bad name."""
 
     # Collections ---------------------------------------------------------
     def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:
@@ -146,6 +156,17 @@ class Store(Protocol):
 
     def put_chunk_contexts(self, contexts: dict[str, str], generator: str) -> None:
         """Remember situating sentences (chunk hash -> sentence) so re-ingestion does not pay twice."""
+
+    # Copying between stores (sourcebook copy) -----------------------------
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        """The document's chunks as `replace_chunks` took them (position order) and their
+        vectors: what moving a knowledge base to another store needs, without re-embedding."""
+
+    def tenants(self) -> list[str]:
+        """Every tenant holding rows in this database, sorted (not only this view's).
+
+        Raises StoreError when this connection may not see other tenants (Postgres: a DSN
+        whose role is subject to row-level security)."""
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:

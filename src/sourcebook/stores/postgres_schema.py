@@ -1,0 +1,262 @@
+"""The Postgres store's schema: versioned migrations, row-level security and the HNSW indexes.
+
+Why it looks like this:
+
+* Migrations are numbered SQL lists recorded in ``schema_migrations``; `migrate` applies
+  the missing ones, each in its own transaction, under an advisory lock so two
+  processes opening a new database at once do not both apply them.
+* Every table has a ``tenant`` column whose default is the transaction's
+  ``sourcebook.tenant`` setting, and a policy that shows and accepts only rows of that
+  tenant. ``FORCE ROW LEVEL SECURITY`` makes the policies bind the tables' owner too.
+  Superusers (and BYPASSRLS roles) skip every policy, so a store connected as one runs
+  its sessions as the unprivileged role ``sourcebook_rls`` (`restricted_role`): tenant
+  isolation is the database's job whichever DSN the user gives.
+* Vectors of every dimension share one ``vector`` column; each dimension gets its own
+  partial HNSW index on ``embedding::vector(d)`` (pgvector's way to index mixed
+  dimensions), created when a collection of that dimension first appears.
+* Keyword search: a stored generated ``tsvector`` over the title the chunk was indexed
+  with, its heading path and its text, under a text search configuration that stems
+  like English but keeps stopwords (queries drop them instead, as the SQLite store does,
+  so a query made only of stopwords still finds its text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from ..errors import StoreError
+
+RLS_ROLE = "sourcebook_rls"
+TENANT_SETTING = "sourcebook.tenant"
+TS_CONFIG = "sourcebook_english"
+_LOCK_KEY = 0x53424F4B  # "SBOK": the advisory lock migrations and index builds take
+TENANT_TABLES = ("collections", "documents", "chunks", "chat_sessions", "chat_messages", "chunk_contexts")
+
+_TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
+
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "initial schema with tenants and row-level security",
+        (
+            f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_stem (TEMPLATE = snowball, Language = english)",
+            f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
+            f"""ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG}
+                ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+                WITH {TS_CONFIG}_stem""",
+            # array_to_string is only STABLE in general; on text[] it is immutable, which a
+            # generated column needs.
+            """CREATE FUNCTION sourcebook_section(path text[]) RETURNS text
+                LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN array_to_string(path, ' > ')""",
+            f"""CREATE TABLE collections (
+                {_TENANT},
+                name text NOT NULL,
+                embedding_model text NOT NULL,
+                dimension integer NOT NULL CHECK (dimension > 0 AND dimension <= 16000),
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, name))""",
+            f"""CREATE TABLE documents (
+                {_TENANT},
+                id text NOT NULL,
+                collection text NOT NULL,
+                source text NOT NULL,
+                title text NOT NULL,
+                media_type text NOT NULL,
+                status text NOT NULL CHECK (status IN ('pending', 'processing', 'ready', 'error')),
+                error text,
+                chunk_count integer NOT NULL DEFAULT 0,
+                content_hash text,
+                metadata jsonb NOT NULL DEFAULT '{{}}',
+                created_at timestamptz NOT NULL,
+                updated_at timestamptz NOT NULL,
+                PRIMARY KEY (id),  -- ids are global (ingest.document_id hashes the tenant in)
+                UNIQUE (tenant, id),
+                UNIQUE (tenant, collection, source),
+                FOREIGN KEY (tenant, collection) REFERENCES collections (tenant, name))""",
+            "CREATE INDEX documents_status ON documents (tenant, status)",
+            f"""CREATE TABLE chunks (
+                {_TENANT},
+                seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                id text NOT NULL,
+                document_id text NOT NULL,
+                collection text NOT NULL,
+                position integer NOT NULL,
+                text text NOT NULL,
+                prefix text NOT NULL,
+                heading_path text[] NOT NULL,
+                page integer,
+                token_count integer NOT NULL,
+                content_hash text NOT NULL,
+                start integer NOT NULL,
+                "end" integer NOT NULL,
+                index_title text NOT NULL,
+                dimension integer NOT NULL,
+                embedding vector NOT NULL CHECK (vector_dims(embedding) = dimension),
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TS_CONFIG}'::regconfig,
+                    index_title || E'\\n' || sourcebook_section(heading_path) || E'\\n' || text)) STORED,
+                UNIQUE (tenant, id),
+                UNIQUE (tenant, document_id, position),
+                FOREIGN KEY (tenant, document_id) REFERENCES documents (tenant, id) ON DELETE CASCADE)""",
+            "CREATE INDEX chunks_content_hash ON chunks (tenant, collection, content_hash)",
+            "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",
+            f"""CREATE TABLE chat_sessions (
+                {_TENANT},
+                id text NOT NULL,
+                title text NOT NULL,
+                created_at timestamptz NOT NULL,
+                updated_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, id))""",
+            f"""CREATE TABLE chat_messages (
+                {_TENANT},
+                seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                session_id text NOT NULL,
+                role text NOT NULL CHECK (role IN ('user', 'assistant')),
+                content text NOT NULL,
+                data jsonb,
+                created_at timestamptz NOT NULL,
+                FOREIGN KEY (tenant, session_id) REFERENCES chat_sessions (tenant, id) ON DELETE CASCADE)""",
+            "CREATE INDEX chat_messages_session ON chat_messages (tenant, session_id, seq)",
+            f"""CREATE TABLE chunk_contexts (
+                {_TENANT},
+                chunk_hash text NOT NULL,
+                generator text NOT NULL,
+                context text NOT NULL,
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, chunk_hash, generator))""",
+            *(
+                statement
+                for table in TENANT_TABLES
+                for statement in (
+                    f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+                    f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+                    f"""CREATE POLICY tenant_isolation ON {table}
+                        USING (tenant = current_setting('{TENANT_SETTING}', true))
+                        WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))""",
+                )
+            ),
+        ),
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What `migrate` did: the versions it applied (empty when the schema was current)."""
+
+    applied: tuple[int, ...]
+    version: int
+
+
+def migrate(conn: psycopg.Connection, where: str) -> MigrationReport:
+    """Bring the database behind `conn` (autocommit, not RLS-restricted) to SCHEMA_VERSION."""
+    with _locked(conn):
+        _ensure_vector_extension(conn, where)
+        conn.execute(
+            """CREATE TABLE IF NOT EXISTS schema_migrations (
+                   version integer PRIMARY KEY,
+                   description text NOT NULL,
+                   applied_at timestamptz NOT NULL DEFAULT now())"""
+        )
+        current = schema_version(conn)
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{where} has schema version {current} but this Sourcebook knows up to {SCHEMA_VERSION}; "
+                f"upgrade Sourcebook"
+            )
+        applied = []
+        for version, (description, statements) in enumerate(MIGRATIONS, 1):
+            if version <= current:
+                continue
+            with conn.transaction():
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, description) VALUES (%s, %s)", (version, description)
+                )
+            applied.append(version)
+    return MigrationReport(tuple(applied), SCHEMA_VERSION)
+
+
+def schema_version(conn: psycopg.Connection) -> int:
+    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None:  # type: ignore[index]
+        return 0
+    return int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])  # type: ignore[index]
+
+
+def restricted_role(conn: psycopg.Connection) -> str | None:
+    """The role the store's sessions must `SET ROLE` to so that row-level security applies.
+
+    None when the connecting role is already subject to it (neither superuser nor
+    BYPASSRLS: FORCE ROW LEVEL SECURITY binds even the tables' owner). Otherwise
+    `RLS_ROLE`, created (NOLOGIN, no privileges beyond these tables) and granted here.
+    """
+    bypasses = conn.execute(
+        "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()[0]  # type: ignore[index]
+    if not bypasses:
+        return None
+    granted = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) "
+        "AND has_table_privilege(%s, 'chunk_contexts', 'SELECT, INSERT, UPDATE, DELETE')",
+        (RLS_ROLE, RLS_ROLE),
+    ).fetchone()[0]  # type: ignore[index]
+    if not granted:
+        with _locked(conn), conn.transaction():
+            role = sql.Identifier(RLS_ROLE)
+            # Roles are cluster-wide: another database's store may create it at the same moment.
+            conn.execute(sql.SQL(
+                "DO $$ BEGIN CREATE ROLE {} NOLOGIN NOSUPERUSER NOBYPASSRLS; "
+                "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+            ).format(role))
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
+            conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
+                sql.SQL(", ").join(map(sql.Identifier, TENANT_TABLES)), role))
+            conn.execute(sql.SQL("GRANT SELECT ON schema_migrations TO {}").format(role))
+    return RLS_ROLE
+
+
+def hnsw_index_name(dimension: int) -> str:
+    return f"chunks_embedding_hnsw_{dimension}"
+
+
+def ensure_hnsw_index(conn: psycopg.Connection, dimension: int, m: int, ef_construction: int) -> None:
+    """Create the partial HNSW index (cosine) for vectors of `dimension` unless it exists."""
+    name = hnsw_index_name(dimension)
+    with _locked(conn):
+        if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None:  # type: ignore[index]
+            return
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX {} ON chunks USING hnsw ((embedding::vector({})) vector_cosine_ops) "
+                "WITH (m = {}, ef_construction = {}) WHERE dimension = {}"
+            ).format(sql.Identifier(name), sql.Literal(dimension), sql.Literal(m), sql.Literal(ef_construction),
+                     sql.Literal(dimension))
+        )
+
+
+class _locked:
+    """The session advisory lock that serialises schema changes across processes."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+
+
+def _ensure_vector_extension(conn: psycopg.Connection, where: str) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"{where} lacks the pgvector extension and this role cannot create it ({exc}); "
+            f"have a superuser run CREATE EXTENSION vector in that database"
+        ) from exc

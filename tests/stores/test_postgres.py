@@ -1,0 +1,176 @@
+"""What only the Postgres store has: row-level security proven by hand-written SQL, HNSW
+iterative scans, versioned migrations and its URL. The shared behaviour is in tests/conformance/."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from sourcebook.errors import StoreError
+from sourcebook.models import SearchFilter
+from sourcebook.stores import open_store
+from sourcebook.stores.embedded_pg import EmbeddedPostgres
+from sourcebook.stores.postgres import PostgresStore, filter_sql, open_postgres, vector_sql
+from sourcebook.stores.postgres_schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES
+from tests.conformance.test_store import DIM, MODEL, add_document, unit
+
+
+@pytest.fixture
+def two_tenants(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
+    """A store whose tenants "acme" and "globex" each hold one document and one chat session."""
+    store = PostgresStore(migrated_postgres_dsn, tenant="acme")
+    for view in (store, store.for_tenant("globex")):
+        view.ensure_collection("docs", MODEL, DIM)
+        add_document(view, f"{view.tenant}-doc", ["shared words", "more shared words"], metadata={"team": "red"})
+        view.create_chat_session("s1", f"{view.tenant} chat")
+        view.add_chat_message("s1", "user", f"{view.tenant} question")
+        view.put_chunk_contexts({"h": view.tenant}, "gen")
+    yield store
+    store.close()
+
+
+def test_a_superuser_dsn_still_runs_under_row_level_security(two_tenants: PostgresStore) -> None:
+    """Deliberately no WHERE clause: only the database can be keeping globex's rows out."""
+    with two_tenants.transaction() as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (RLS_ROLE,)
+        for table in TENANT_TABLES:
+            tenants = conn.execute(f"SELECT DISTINCT tenant FROM {table}").fetchall()
+            assert tenants == [("acme",)], table
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (2,)
+
+
+def test_rows_of_another_tenant_cannot_be_written_or_touched(two_tenants: PostgresStore) -> None:
+    with two_tenants.transaction() as conn:
+        assert conn.execute("UPDATE documents SET title = 'mine'").rowcount == 1
+        assert conn.execute("DELETE FROM chat_sessions").rowcount == 1
+        assert conn.execute("SELECT count(*) FROM chat_messages").fetchone() == (0,)  # cascaded
+    with pytest.raises(StoreError, match="row-level security"), two_tenants.transaction() as conn:
+        conn.execute("INSERT INTO chunk_contexts (tenant, chunk_hash, generator, context, created_at) "
+                     "VALUES ('globex', 'x', 'g', 'planted', now())")
+    globex = two_tenants.for_tenant("globex")
+    assert globex.get_document("globex-doc").title == "A title"  # type: ignore[union-attr]
+    assert [s.message_count for s in globex.list_chat_sessions()] == [1]
+
+
+def test_a_connection_without_a_tenant_sees_nothing(two_tenants: PostgresStore) -> None:
+    with psycopg.connect(two_tenants.dsn, autocommit=True) as conn:
+        conn.execute(f"SET ROLE {RLS_ROLE}")
+        for table in TENANT_TABLES:
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+
+
+def test_an_owner_login_is_bound_by_forced_row_level_security(embedded_postgres: EmbeddedPostgres) -> None:
+    """The other deployment: the application logs in as the (non-superuser) owner of the schema."""
+    with psycopg.connect(embedded_postgres.dsn, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS sourcebook_owner_test")
+        conn.execute("CREATE ROLE sourcebook_owner_test LOGIN")
+    admin_dsn = embedded_postgres.create_database()
+    name = conninfo_to_dict(admin_dsn)["dbname"]
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} OWNER TO sourcebook_owner_test")
+        conn.execute("ALTER SCHEMA public OWNER TO sourcebook_owner_test")
+    store = PostgresStore(embedded_postgres.database_dsn(name, user="sourcebook_owner_test"), tenant="acme")
+    try:
+        for view in (store, store.for_tenant("globex")):
+            view.ensure_collection("docs", MODEL, DIM)
+            add_document(view, f"{view.tenant}-doc", ["words"])
+        with store.transaction() as conn:
+            assert conn.execute("SELECT current_user").fetchone() == ("sourcebook_owner_test",)
+            assert conn.execute("SELECT DISTINCT tenant FROM chunks").fetchall() == [("acme",)]
+    finally:
+        store.close()
+        embedded_postgres.drop_database(name)
+
+
+# HNSW -------------------------------------------------------------------------------------
+@pytest.fixture
+def crowded(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
+    """3,000 chunks near the query direction and 60 far from it, in a document of their own."""
+    store = PostgresStore(migrated_postgres_dsn)
+    store.ensure_collection("docs", MODEL, DIM)
+    rng = np.random.default_rng(7)
+    near = [unit(1.0, *rng.normal(0, 0.2, DIM - 1)) for _ in range(3000)]
+    far = [unit(-1.0, *rng.normal(0, 0.2, DIM - 1)) for _ in range(60)]
+    add_document(store, "near", [f"near {i}" for i in range(len(near))], vectors=near, metadata={"side": "near"})
+    add_document(store, "far", [f"far {i}" for i in range(len(far))], vectors=far, metadata={"side": "far"})
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE chunks")
+    yield store
+    store.close()
+
+
+def _hnsw_rows(store: PostgresStore, k: int, iterative: bool) -> tuple[int, str]:
+    """Run the store's vector query for the far side with the planner made to use the index."""
+    where, params = filter_sql(SearchFilter.build(metadata={"side": "far"}))
+    sql = vector_sql(DIM, where)
+    args = (unit(1.0), *params, k)
+    with store.transaction() as conn:
+        conn.execute("SET LOCAL enable_seqscan = off")
+        if not iterative:
+            conn.execute("SET LOCAL hnsw.iterative_scan = off")
+        plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {sql}", args))
+        return len(conn.execute(sql, args).fetchall()), plan
+
+
+def test_filtered_vector_queries_still_return_k_rows(crowded: PostgresStore) -> None:
+    found, plan = _hnsw_rows(crowded, 50, iterative=True)
+    assert "chunks_embedding_hnsw_4" in plan
+    assert found == 50
+    without, _ = _hnsw_rows(crowded, 50, iterative=False)
+    assert without < 50  # what iterative scans fix: ef_search candidates, all filtered away
+    results = crowded.vector_search(unit(1.0), 50, SearchFilter.build(metadata={"side": "far"}))
+    assert len(results) == 50 and {r.chunk_id.split("#")[0] for r in results} == {"far"}
+
+
+def test_hnsw_settings_come_from_the_url(migrated_postgres_dsn: str) -> None:
+    store = open_postgres(f"{migrated_postgres_dsn}&hnsw_m=8&hnsw_ef_construction=32&hnsw_ef_search=100&pool_size=2")
+    try:
+        assert (store.hnsw.m, store.hnsw.ef_construction, store.hnsw.ef_search) == (8, 32, 100)
+        store.ensure_collection("docs", MODEL, 12)
+        with store.transaction() as conn:
+            assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("100",)
+            definition = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_embedding_hnsw_12'"
+            ).fetchone()[0]
+        assert "m='8'" in definition and "ef_construction='32'" in definition
+    finally:
+        store.close()
+
+
+# Migrations and opening ------------------------------------------------------------------------
+def test_migrations_are_recorded_and_applied_once(fresh_postgres_dsn: str) -> None:
+    first = PostgresStore(fresh_postgres_dsn)
+    first.close()
+    again = PostgresStore(fresh_postgres_dsn)
+    again.close()
+    assert first.migration.applied == tuple(range(1, SCHEMA_VERSION + 1))
+    assert again.migration.applied == ()
+    with psycopg.connect(fresh_postgres_dsn) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_a_newer_schema_is_refused(fresh_postgres_dsn: str) -> None:
+    PostgresStore(fresh_postgres_dsn).close()
+    with psycopg.connect(fresh_postgres_dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations (version, description) VALUES (%s, 'future')", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match="upgrade Sourcebook"):
+        PostgresStore(fresh_postgres_dsn)
+
+
+def test_open_store_takes_postgres_urls_and_a_tenant(migrated_postgres_dsn: str) -> None:
+    store = open_store(migrated_postgres_dsn, tenant="acme")
+    try:
+        assert isinstance(store, PostgresStore) and store.tenant == "acme"
+        assert store.stats()["backend"] == "postgres"
+    finally:
+        store.close()
+
+
+def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
+    with pytest.raises(StoreError, match="cannot open Postgres store") as caught:
+        open_store("postgresql://me:secret@/db?host=/nonexistent-socket-dir&connect_timeout=2")
+    assert "secret" not in str(caught.value)
