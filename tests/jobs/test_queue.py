@@ -3,6 +3,7 @@ with backoff (a real HTTP server failing on purpose), tenants, and the in-proces
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -176,3 +177,20 @@ def test_jobs_carry_their_tenant(fresh_postgres_dsn: str, embedder: Embedder, ex
     assert acme.document(queued.document_id).status == DocumentStatus.READY
     assert acme.search("first week onboarding", top_k=1)
     assert other.documents() == [] and other.search("first week onboarding") == []
+
+
+def test_cli_add_queues_with_no_wait_then_waits_for_the_jobs(fresh_postgres_dsn: str, example_docs: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sourcebook.cli import app
+
+    source = str(example_docs / "meeting-notes-2024-05-14.txt")
+    runner = CliRunner()
+    queued = runner.invoke(app, ["--db", fresh_postgres_dsn, "add", source, "--no-wait", "--json"])
+    assert queued.exit_code == 0, queued.output
+    assert [r["action"] for r in json.loads(queued.stdout)["results"]] == ["queued"]
+    waited = runner.invoke(app, ["--db", fresh_postgres_dsn, "add", str(example_docs / "product-faq.html")])
+    assert waited.exit_code == 0, waited.output
+    assert "1 added" in waited.stdout  # the queued job was worked too (no worker was running)
+    listed = runner.invoke(app, ["--db", fresh_postgres_dsn, "list", "--json"])
+    assert {d["status"] for d in json.loads(listed.stdout)["documents"]} == {"ready"}
