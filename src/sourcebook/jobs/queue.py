@@ -209,8 +209,19 @@ class QueueRunner:
         self, conn: psycopg.Connection, app: procrastinate.App, spec: JobSpec,
         payload: tuple[bytes | None, str | None, dict[str, Any]], new: bool,
     ) -> None:
-        """The payload row, the document's pending status and the job: one transaction."""
+        """Mark the document pending, then write the payload row and the job in one transaction.
+
+        The status comes first: a fast worker may finish the job before this returns, and
+        its `ready` must not be overwritten by a late `pending`.
+        """
         data, media_type, raw_metadata = payload
+        store = self.kb.store
+        if new:
+            title = spec.source.rstrip("/").rsplit("/", 1)[-1] or spec.source
+            store.upsert_document(spec.document_id, collection=spec.collection, source=spec.source, title=title,
+                                  media_type=media_type or "", metadata=spec.metadata, status=DocumentStatus.PENDING)
+        else:
+            store.set_status(spec.document_id, DocumentStatus.PENDING)
         with conn.transaction():
             conn.execute(
                 "INSERT INTO sourcebook_ingest_jobs (id, tenant, collection, document_id, source, data, media_type, metadata) "
@@ -221,13 +232,6 @@ class QueueRunner:
             app.configure_task(TASK, queue=QUEUE, lock=f"{spec.tenant}/{spec.document_id}", connection=conn).defer(
                 **spec.to_kwargs()
             )
-        store = self.kb.store
-        if new:
-            title = spec.source.rstrip("/").rsplit("/", 1)[-1] or spec.source
-            store.upsert_document(spec.document_id, collection=spec.collection, source=spec.source, title=title,
-                                  media_type=media_type or "", metadata=spec.metadata, status=DocumentStatus.PENDING)
-        else:
-            store.set_status(spec.document_id, DocumentStatus.PENDING)
 
     @staticmethod
     def _emit(progress: ProgressHandler | None, result: IngestResult) -> IngestResult:
