@@ -30,7 +30,7 @@ def embedder() -> Embedder:
 
 
 def open_kb(dsn: str, embedder: Embedder, tenant: str = "default", **settings: object) -> KnowledgeBase:
-    store = open_store(dsn).for_tenant(tenant)  # type: ignore[attr-defined]
+    store = open_store(dsn).for_tenant(tenant)
     return KnowledgeBase(store, Settings(db=dsn, **settings), embedder)  # type: ignore[arg-type]
 
 

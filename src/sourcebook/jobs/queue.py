@@ -21,7 +21,8 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,10 @@ CREATE INDEX IF NOT EXISTS sourcebook_ingest_jobs_unfinished
     ON sourcebook_ingest_jobs (created_at) WHERE result IS NULL;
 """
 # `data` holds the uploaded bytes (NULL for a URL) until the job is over; `result` the outcome.
+
+
+Payload = tuple[bytes | None, str | None, dict[str, Any]]
+"""A job's stored bytes (None for a URL), their media type and the source's metadata (path, size...)."""
 
 
 @dataclass(frozen=True)
@@ -172,20 +177,20 @@ class QueueRunner:
     ) -> tuple[list[IngestResult], list[JobSpec]]:
         """Settle what needs no job, queue the rest; returns (settled results, queued jobs)."""
         store = self.kb.store
-        tenant: str = store.tenant  # type: ignore[attr-defined]
+        tenant = store.tenant
         settings = self.kb.settings
         # Fails fast, before anything is queued, when the collection was built with another model.
         store.ensure_collection(collection, self.kb.embedder.name, self.kb.embedder.dimension)
         app = procrastinate_app(self.dsn)
         settled: list[IngestResult] = []
         queued: list[JobSpec] = []
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
+        with _connect(self.dsn) as conn:
             for source, load in load_items(list(sources), fmt, settings, progress):
                 doc_id = document_id(collection, source, tenant)
                 existing = store.get_document(doc_id)
                 spec = JobSpec(str(uuid.uuid4()), tenant, collection, source, doc_id, metadata,
                                settings.job_attempts, settings.job_retry_delay)
-                payload: tuple[bytes | None, str | None, dict[str, Any]] = (None, None, {})
+                payload: Payload = (None, None, {})
                 if not is_url(source) or fmt == "beir":
                     try:
                         fingerprint, parsed, raw = load()
@@ -207,7 +212,7 @@ class QueueRunner:
 
     def _queue_one(
         self, conn: psycopg.Connection, app: procrastinate.App, spec: JobSpec,
-        payload: tuple[bytes | None, str | None, dict[str, Any]], new: bool,
+        payload: Payload, new: bool,
     ) -> None:
         """Mark the document pending, then write the payload row and the job in one transaction.
 
@@ -250,7 +255,7 @@ class QueueRunner:
         pending = {spec.job_id for spec in queued}
         results: dict[str, IngestResult] = {}
         worker: IngestWorker | None = None
-        with psycopg.connect(self.dsn, autocommit=True) as conn, ExitStack() as cleanup:
+        with _connect(self.dsn) as conn, ExitStack() as cleanup:
             while pending:
                 done = finished_results(conn, sorted(pending))
                 for job_id, result in done.items():
@@ -269,3 +274,13 @@ class QueueRunner:
                 time.sleep(WAIT_POLL_SECONDS)
         return results
 
+
+
+@contextmanager
+def _connect(dsn: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to the queue's database; its errors surface as StoreError."""
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            yield conn
+    except psycopg.Error as exc:
+        raise StoreError(f"ingestion queue: {exc}") from exc

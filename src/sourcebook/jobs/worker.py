@@ -196,7 +196,7 @@ class IngestWorker:
                 for job in stalled:
                     spec = JobSpec.from_kwargs(job.task_kwargs)
                     attempt = job.attempts + 1
-                    store = self.store.for_tenant(spec.tenant)  # type: ignore[attr-defined]
+                    store = self.store.for_tenant(spec.tenant)
                     if attempt >= spec.attempts:
                         reason = f"the worker processing it stopped; gave up after {attempt} attempts"
                         await manager.finish_job(job=job, status=Status.FAILED, delete_job=False)
@@ -218,7 +218,7 @@ class IngestWorker:
         """Ingest one source; on failure set the document's status and raise for procrastinate to retry."""
         spec = JobSpec.from_kwargs(kwargs)
         attempt = context.job.attempts + 1
-        store = self.store.for_tenant(spec.tenant)  # type: ignore[attr-defined]
+        store = self.store.for_tenant(spec.tenant)
         try:
             result = self._ingest(store, spec)
         except Exception as exc:
