@@ -134,3 +134,22 @@ def test_two_workers_share_the_queue_and_never_run_a_job_twice(
     assert len(every) == len(set(every)) == 12  # each job started once, by one worker
     for document in kb.documents():
         assert document.chunk_count == len(kb.chunks(document.id)) > 0
+
+
+def test_sigterm_lets_the_running_document_finish_before_the_worker_exits(
+    fresh_postgres_dsn: str, embedder: Embedder, tmp_path: Path,  # noqa: F811
+    start_worker: Callable[..., tuple[subprocess.Popen[bytes], Path]],
+) -> None:
+    kb = open_kb(fresh_postgres_dsn, embedder)
+    big = tmp_path / "field-notes.md"
+    write_long_document(big, 60)
+    [queued] = kb.add(str(big), wait=False)
+    doc_id = queued.document_id
+    assert doc_id is not None
+    worker, _ = start_worker()
+    wait_for(lambda: kb.document(doc_id).status == DocumentStatus.PROCESSING, 180, "the worker to embed")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=180) == 0
+    record = kb.document(doc_id)
+    assert record.status == DocumentStatus.READY
+    assert record.chunk_count == len(kb.chunks(doc_id)) > 20
