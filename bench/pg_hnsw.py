@@ -3,12 +3,12 @@
 Vectors with realistic structure, never uniform random (on which every HNSW scores near 0):
 the anchors are real all-MiniLM-L6-v2 embeddings of SciFact chunks: all 10,304 chunks of an
 ingested SciFact knowledge base (bench/.cache/scifact.db, which bench/scifact.py builds) when
-it exists, else 2,000 chunks embedded here (bench/latency_100k.py's `real_material`, cached). Each synthetic vector is an
-interpolation between an anchor and one of its 20 nearest real neighbours (t ~ U(0, 0.5)),
-plus Gaussian noise, renormalised: the corpus covers the manifold between related real
-documents instead of forming 2,000 tight blobs. Queries are the real embeddings of the 300
-SciFact test queries. Every row carries a `collection` in 0..19 (drawn at random, about 5%
-of the rows each) for the filtered queries.
+it exists, else 2,000 chunks embedded here (bench/latency_100k.py's `real_material`, cached).
+Each synthetic vector is an interpolation between an anchor and one of its 20 nearest real
+neighbours (t ~ U(0, 0.5)), plus Gaussian noise, renormalised: the corpus covers the manifold
+between related real documents instead of forming one tight blob per anchor. Queries are the
+real embeddings of the 300 SciFact test queries. Every row carries a `collection` in 0..19
+(drawn at random, about 5% of the rows each) for the filtered queries.
 
 Per size: generate with numpy, load with COPY ... FORMAT BINARY (the rows are built as one
 numpy record array, no per-row Python), build the HNSW index (vector_cosine_ops, m 16,
