@@ -29,6 +29,7 @@ from .cli_keys import keys_app
 from .cli_serve import serve
 from .cli_mcp import mcp_command
 from .cli_graph import build_after_add, graph_app, print_build
+from .cli_jobs import worker
 from .cli_store import copy, migrate, postgres_app
 from .errors import SourcebookError
 from .ingest import IngestEvent
@@ -41,6 +42,7 @@ app.add_typer(keys_app, name="keys")
 app.command()(serve)
 app.command("mcp")(mcp_command)
 app.add_typer(graph_app, name="graph")
+app.command()(worker)
 out = Console()
 err = Console(stderr=True)
 
@@ -151,11 +153,14 @@ def add(
     format: Annotated[str, typer.Option("--format", help="'auto', or 'beir' for a BEIR corpus.jsonl")] = "auto",
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="key=value metadata for every document")] = None,
     graph: Annotated[bool, typer.Option("--graph", help="also build their knowledge graph (see `graph build`)")] = False,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="on Postgres, wait for the queued jobs")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Add documents (new or changed ones only) to the knowledge base."""
     with _errors(as_json), _open() as kb, _progress(err.is_terminal) as progress:
-        results = kb.add(sources, collection or DEFAULT_COLLECTION, metadata=_parse_meta(meta), format=format, progress=progress)
+        results = kb.add(
+            sources, collection or DEFAULT_COLLECTION, metadata=_parse_meta(meta), format=format, progress=progress, wait=wait
+        )
         report = build_after_add(kb, results) if graph else None
     if report is not None and not as_json:
         print_build(report)

@@ -19,6 +19,7 @@ from .chunking import make_prefix
 from .graph.builder import GraphBuildReport
 from .graph.export import FORMATS
 from .graph.models import EntityRecord
+from .kb import ingested_ids
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -36,7 +37,7 @@ LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="most entiti
 
 def build_after_add(kb: KnowledgeBase, results: list[IngestResult]) -> GraphBuildReport:
     """`add --graph`: the graph of the documents just added (unchanged ones are skipped if current)."""
-    return kb.build_graph([r.document_id for r in results if r.document_id and r.action != "failed"])
+    return kb.build_graph(ingested_ids(results))
 
 
 def print_build(report: GraphBuildReport) -> None:

@@ -143,3 +143,18 @@ class EntityNotFoundError(StoreError):
     """No knowledge-graph entity matches the given name (or several do)."""
 
     code = "entity_not_found"
+
+
+class IngestJobError(SourcebookError):
+    """An ingestion job's attempt failed. `retry` says whether the queue tries it again
+    (a transient failure with attempts left); `code` is the underlying error's code."""
+
+    code = "ingest_job_failed"
+
+    def __init__(self, source: str, reason: str, *, retry: bool, code: str | None = None) -> None:
+        self.source = source
+        self.reason = reason
+        self.retry = retry
+        if code:
+            self.code = code
+        super().__init__(f"{source}: {reason}")

@@ -70,6 +70,52 @@ def normalize_source(source: str) -> str:
     return os.path.normpath(source)
 
 
+def load_items(sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None) -> Iterator[_Item]:
+    """(source, loader) pairs; the loader yields (fingerprint, parsed or None, raw or None).
+
+    A module function, not an Ingestor method: the job queue expands and reads sources
+    in a process that never loads the embedding model.
+    """
+    if fmt == "beir":
+        from .loaders.beir import count_beir
+
+        if progress:
+            progress(IngestEvent("planned", sum(count_beir(path) for path in sources)))
+        for path in sources:
+            for doc in iter_beir(path):
+                yield doc.source, (lambda doc=doc: (doc.content_hash, doc, None))
+        return
+    if fmt != "auto":
+        raise SourcebookError(f"unknown format {fmt!r}; use 'auto' or 'beir'")
+    expanded = [normalize_source(s) for s in expand_sources(sources, settings.include, settings.exclude)]
+    if progress:
+        progress(IngestEvent("planned", len(expanded)))
+    for source in expanded:
+        yield source, (lambda source=source: _read(source, settings))
+
+
+def _read(source: str, settings: Settings) -> tuple[str, None, RawSource]:
+    raw = read_source(source, settings)
+    return raw.fingerprint, None, raw
+
+
+def record_failure(
+    store: Store, existing: DocumentRecord | None, doc_id: str, collection: str, source: str, exc: SourcebookError
+) -> IngestResult:
+    """Record a failure. A ready document keeps its chunks and status untouched; one that was
+    waiting (queued as pending by the HTTP service or the job queue) records the error its
+    pollers wait for."""
+    code = getattr(exc, "code", "error")
+    if existing is not None and existing.status != DocumentStatus.READY:
+        store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
+    elif existing is None:
+        store.upsert_document(
+            doc_id, collection=collection, source=source, title=os.path.basename(source) or source,
+            media_type="", metadata={}, status=DocumentStatus.ERROR, error=str(exc),
+        )
+    return IngestResult(source, "failed", doc_id, str(DocumentStatus.ERROR), 0, 0, str(exc), code)
+
+
 @dataclass
 class _Pending:
     """A parsed document waiting for its missing vectors."""
@@ -114,17 +160,19 @@ class Ingestor:
         The model runs in a worker thread (onnxruntime releases the GIL), so parsing,
         chunking and SQLite writes overlap with embedding instead of adding to it.
         """
-        self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
-        return self._ingest(self._items(list(sources), fmt), collection, metadata)
+        return self.add_loaded(load_items(list(sources), fmt, self.settings, self.progress), collection, metadata)
 
     def add_raw(self, raws: Sequence[RawSource], collection: str, metadata: dict[str, Any] | None = None) -> list[IngestResult]:
         """Like `add`, for bytes in hand (an HTTP upload): each one's `source` names its document."""
-        self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
         self._emit("planned", len(raws))
         items = ((raw.source, lambda raw=raw: (raw.fingerprint, None, raw)) for raw in raws)
-        return self._ingest(items, collection, metadata)
+        return self.add_loaded(items, collection, metadata)
 
-    def _ingest(self, items: Iterable[_Item], collection: str, metadata: dict[str, Any] | None) -> list[IngestResult]:
+    def add_loaded(
+        self, items: Iterable[_Item], collection: str, metadata: dict[str, Any] | None = None
+    ) -> list[IngestResult]:
+        """Ingest (source, loader) pairs: `add` for sources read elsewhere (an ingestion job's bytes)."""
+        self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
         results: list[IngestResult] = []
         in_flight: _Batch | None = None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sourcebook-embed") as worker:
@@ -141,27 +189,6 @@ class Ingestor:
                 results.extend(self._finish(in_flight))
             results.extend(self._finish(self._start(worker)))
         return results
-
-    def _items(self, sources: list[str], fmt: str) -> Iterator[_Item]:
-        """(source, loader) pairs; the loader yields (fingerprint, parsed or None, raw or None)."""
-        if fmt == "beir":
-            from .loaders.beir import count_beir
-
-            self._emit("planned", sum(count_beir(path) for path in sources))
-            for path in sources:
-                for doc in iter_beir(path):
-                    yield doc.source, (lambda doc=doc: (doc.content_hash, doc, None))
-            return
-        if fmt != "auto":
-            raise SourcebookError(f"unknown format {fmt!r}; use 'auto' or 'beir'")
-        expanded = [normalize_source(s) for s in expand_sources(sources, self.settings.include, self.settings.exclude)]
-        self._emit("planned", len(expanded))
-        for source in expanded:
-            yield source, (lambda source=source: self._read(source))
-
-    def _read(self, source: str) -> tuple[str, None, RawSource]:
-        raw = read_source(source, self.settings)
-        return raw.fingerprint, None, raw
 
     def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> IngestResult | None:
         """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
@@ -185,7 +212,7 @@ class Ingestor:
             if self.enricher:
                 chunks = self.enricher(parsed, chunks)
         except SourcebookError as exc:
-            return self._fail(existing, doc_id, collection, source, exc)
+            return record_failure(self.store, existing, doc_id, collection, source, exc)
         self.store.upsert_document(
             doc_id,
             collection=collection,
@@ -198,24 +225,9 @@ class Ingestor:
         hashes = [c.content_hash for c in chunks]
         known = self.store.vectors_for_hashes(collection, hashes)
         missing = [i for i, h in enumerate(hashes) if h not in known]
-        action = "updated" if existing else "added"
+        action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
         self._queue.append(_Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action))
         return None
-
-    def _fail(
-        self, existing: DocumentRecord | None, doc_id: str, collection: str, source: str, exc: SourcebookError
-    ) -> IngestResult:
-        """Record a failure. A ready document keeps its chunks and status untouched; one that was
-        waiting (queued by the HTTP service as pending) records the error its pollers wait for."""
-        code = getattr(exc, "code", "error")
-        if existing is not None and existing.status != DocumentStatus.READY:
-            self.store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
-        elif existing is None:
-            self.store.upsert_document(
-                doc_id, collection=collection, source=source, title=os.path.basename(source) or source,
-                media_type="", metadata={}, status=DocumentStatus.ERROR, error=str(exc),
-            )
-        return IngestResult(source, "failed", doc_id, str(DocumentStatus.ERROR), 0, 0, str(exc), code)
 
     def _start(self, worker: ThreadPoolExecutor) -> _Batch:
         """Mark the queued documents processing and embed their missing chunks in the worker."""

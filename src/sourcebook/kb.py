@@ -29,6 +29,7 @@ from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
 from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
 from .loaders import RawSource
+from .jobs import runner_for
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -36,6 +37,11 @@ from .stores import open_store
 from .stores.base import ChatSessionRecord, CollectionInfo, Store
 
 DEFAULT_COLLECTION = "default"
+
+
+def ingested_ids(results: Sequence[IngestResult]) -> list[str]:
+    """Documents that `add` left ready (added, updated or unchanged): what `add --graph` builds."""
+    return [r.document_id for r in results if r.document_id and r.action not in ("failed", "queued")]
 
 
 class KnowledgeBase:
@@ -93,19 +99,24 @@ class KnowledgeBase:
         format: str = "auto",
         progress: ProgressHandler | None = None,
         graph: bool = False,
+        wait: bool = True,
     ) -> list[IngestResult]:
         """Add files, folders or URLs (or a BEIR corpus.jsonl with format="beir").
 
         Unchanged sources cost a hash; changed ones re-embed only changed chunks.
-        A bad source yields a "failed" result and never stops the others.
+        A bad source yields a "failed" result and never stops the others. On Postgres each
+        source is a queued job (jobs/): `wait=False` returns "queued" results at once.
         `graph=True` also builds the knowledge graph of the added documents (`build_graph`).
         """
         items = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        ingestor = Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
-        results = ingestor.add([str(s) for s in items], collection, metadata, format)
+        results = runner_for(self).add([str(s) for s in items], collection, metadata, format, progress, wait)
         if graph:
-            self.build_graph([r.document_id for r in results if r.document_id and r.action != "failed"])
+            self.build_graph(ingested_ids(results))
         return results
+
+    def ingestor(self, progress: ProgressHandler | None = None) -> Ingestor:
+        """The in-process pipeline on this knowledge base (what a runner or a job drives)."""
+        return Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
 
     def _enricher(self) -> ContextualEnricher | None:
         """The contextual enricher when settings.enrich_chunks asks for one (it needs an LLM)."""
@@ -304,8 +315,7 @@ class KnowledgeBase:
         self, raws: Sequence[RawSource], collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None
     ) -> list[IngestResult]:
         """Add documents from bytes in hand (uploads): `RawSource.from_bytes(name, data, media_type)`."""
-        ingestor = Ingestor(self.store, self.embedder, self.settings, None, self._enricher())
-        return ingestor.add_raw(raws, collection, metadata)
+        return self.ingestor().add_raw(raws, collection, metadata)
 
     def enqueue(self, source: str, collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None) -> DocumentRecord:
         """Mark `source` pending before a worker ingests it: a new document row, or an existing

@@ -111,6 +111,13 @@ class Settings(BaseSettings):
     graph_llm: str | None = Field(None, description="'provider:model' for graph extraction; None = the answering LLM")
     graph_retrieval: bool = Field(False, description="fuse the graph's list into hybrid search too (RRF)")
 
+    # Ingestion jobs (README "Scaling ingestion"): on Postgres, `add` queues one job per source
+    ingest_jobs: Literal["auto", "inline"] = Field(
+        "auto", description="'auto': through the job queue on Postgres, in-process on SQLite; 'inline': always in-process"
+    )
+    job_attempts: int = Field(3, ge=1, description="attempts of an ingestion job before its document is in error")
+    job_retry_delay: float = Field(2.0, ge=0, description="seconds before a failed job's first retry (doubles per retry)")
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -15,9 +15,10 @@ Design choices, and why (the schema's own are in postgres_schema.py):
 * Vector search orders by pgvector's cosine distance on the partial HNSW index of the
   query's dimension, with ``hnsw.iterative_scan`` so that a filtered query still
   returns k rows; the score is the cosine similarity, 1 - distance.
-* Keyword search ORs the query's content words (stopwords dropped, as in the SQLite
-  store) into a ``tsquery`` matched on the GIN-indexed ``tsv`` column and ranks with
-  `KEYWORD_RANK` (chosen by measurement on SciFact, bench/postgres_scifact.py).
+* Keyword search is Okapi BM25 computed in one SQL statement from the ``chunk_terms``
+  postings of the query's terms (the SQLite store's analyser and formula, so both rank
+  alike): document frequencies, chunk count and mean length are the tenant's own,
+  counted live, so no shared statistics row serialises writers.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .common import (
     check_k,
     check_vector_dimension,
     chunk_id,
+    indexed_text,
     missing_collection,
     model_mismatch,
     no_collection,
@@ -58,10 +60,9 @@ from .common import (
     unit_query,
 )
 from . import graph_sql, postgres_graph
-from .keyword_index import query_words
+from .keyword_index import B, K1, query_terms, term_counts
 from .postgres_schema import (
     TENANT_SETTING,
-    TS_CONFIG,
     MigrationReport,
     ensure_hnsw_index,
     hnsw_index_name,
@@ -70,8 +71,6 @@ from .postgres_schema import (
     schema_version,
 )
 
-# ts_rank_cd with normalisation 1 (divide by 1 + log(length)): see bench/postgres_scifact.py.
-KEYWORD_RANK = "ts_rank_cd(c.tsv, q, 1)"
 _SCOPE = (
     f"SELECT set_config('{TENANT_SETTING}', %s, true), set_config('hnsw.ef_search', %s, true), "
     "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
@@ -88,8 +87,9 @@ _COPY_COLUMNS = (
     ("id", "text"), ("document_id", "text"), ("collection", "text"), ("position", "int4"), ("text", "text"),
     ("prefix", "text"), ("heading_path", "text[]"), ("page", "int4"), ("token_count", "int4"),
     ("content_hash", "text"), ("start", "int4"), ('"end"', "int4"), ("index_title", "text"),
-    ("dimension", "int4"), ("embedding", "vector"),
+    ("dimension", "int4"), ("embedding", "vector"), ("length", "int4"),
 )
+_TERM_COPY_COLUMNS = (("position", "int4"), ("term", "text"), ("tf", "int4"), ("length", "int4"))
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,8 @@ class PostgresStore:
         # moved with one INSERT ... SELECT (which the policies check).
         columns = ", ".join(f"{name} {'vector' if kind == 'vector' else kind}" for name, kind in _COPY_COLUMNS)
         conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS chunk_staging ({columns}) ON COMMIT DELETE ROWS")
+        columns = ", ".join(f"{name} {kind}" for name, kind in _TERM_COPY_COLUMNS)
+        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS term_staging ({columns}) ON COMMIT DELETE ROWS")
 
     def for_tenant(self, tenant: str) -> PostgresStore:
         """The same database (and pool) scoped to `tenant`."""
@@ -401,20 +403,14 @@ class PostgresStore:
 
     # Search --------------------------------------------------------------
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
-        """The query's content words OR-ed (any-term matching), ranked by `KEYWORD_RANK`."""
+        """BM25 over title, heading path and text; any-term (OR) matching."""
         check_k(k)
-        words = query_words(query)
-        if not words:
+        terms = query_terms(query)
+        if not terms:
             return []
         where, params = filter_sql(filters)
         with self._read() as conn:
-            rows = conn.execute(
-                f"""SELECT c.id, {KEYWORD_RANK} AS score
-                    FROM chunks c, to_tsquery('{TS_CONFIG}', %s) q
-                    WHERE c.tsv @@ q {where}
-                    ORDER BY score DESC, c.id LIMIT %s""",
-                (" | ".join(words), *params, k),
-            ).fetchall()
+            rows = conn.execute(keyword_sql(where), (terms, *params, k)).fetchall()
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
@@ -636,10 +632,11 @@ def _copy_chunks(
     conn: psycopg.Connection, document_id: str, collection: str, title: str, chunks: Sequence[Chunk],
     vectors: np.ndarray,
 ) -> None:
-    """Binary COPY of the chunk rows (one stream, the fastest way in, vectors included) into
-    the session's staging table, then one INSERT ... SELECT under the tenant's policies."""
+    """Binary COPY of the chunk rows (vectors included) and their BM25 postings into the
+    session's staging tables, then one INSERT ... SELECT each under the tenant's policies."""
     names = ", ".join(name for name, _ in _COPY_COLUMNS)
     dimension = vectors.shape[1]
+    analysed = {c.position: term_counts(indexed_text(title, c.heading_path, c.text)) for c in chunks}
     with conn.cursor() as cursor:
         with cursor.copy(f"COPY chunk_staging ({names}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([kind for _, kind in _COPY_COLUMNS])
@@ -648,10 +645,23 @@ def _copy_chunks(
                 copy.write_row((
                     chunk_id(document_id, c.position), document_id, collection, c.position, c.text, c.prefix,
                     list(c.heading_path), c.page, c.token_count, c.content_hash, c.start, c.end, title,
-                    dimension, vectors[i],
+                    dimension, vectors[i], analysed[c.position][1],
                 ))
         cursor.execute(f"INSERT INTO chunks ({names}) SELECT {names} FROM chunk_staging")
         cursor.execute("TRUNCATE chunk_staging")
+        term_names = ", ".join(name for name, _ in _TERM_COPY_COLUMNS)
+        with cursor.copy(f"COPY term_staging ({term_names}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([kind for _, kind in _TERM_COPY_COLUMNS])
+            for position, (counts, length) in analysed.items():
+                for term, tf in counts.items():
+                    copy.write_row((position, term, tf, length))
+        cursor.execute(
+            """INSERT INTO chunk_terms (term, chunk_seq, tf, length)
+               SELECT s.term, c.seq, s.tf, s.length FROM term_staging s
+               JOIN chunks c ON c.document_id = %s AND c.position = s.position""",
+            (document_id,),
+        )
+        cursor.execute("TRUNCATE term_staging")
 
 
 def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
@@ -676,6 +686,28 @@ def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
         )
         params.append(json.dumps(dict(filters.metadata)))
     return "".join(f" AND {condition}" for condition in conditions), params
+
+
+def keyword_sql(where: str) -> str:
+    """Okapi BM25 as the SQLite store computes it (parameters: query terms, filter values, k).
+
+    idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6; N, n and the mean length are
+    the tenant's (row-level security scopes every table read here). Ties go to the
+    earlier-written chunk, as in the SQLite store.
+    """
+    filtered = f"JOIN chunks c ON c.seq = p.chunk_seq WHERE true {where}" if where else ""
+    return f"""
+        WITH stats AS (SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS mean FROM chunks),
+        idf AS (
+            SELECT t.term, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+            FROM chunk_terms t, stats WHERE t.term = ANY(%s) GROUP BY t.term, stats.n),
+        scored AS (
+            SELECT p.chunk_seq, sum(idf.idf * p.tf * {K1 + 1}
+                                    / (p.tf + {K1} * (1 - {B} + {B} * p.length / stats.mean))) AS score
+            FROM chunk_terms p JOIN idf ON idf.term = p.term CROSS JOIN stats {filtered}
+            GROUP BY p.chunk_seq ORDER BY score DESC, p.chunk_seq LIMIT %s)
+        SELECT c.id, s.score FROM scored s JOIN chunks c ON c.seq = s.chunk_seq
+        ORDER BY s.score DESC, s.chunk_seq"""
 
 
 def vector_sql(dimension: int, where: str) -> str:
