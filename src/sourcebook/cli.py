@@ -25,7 +25,10 @@ from rich.table import Column, Table
 from .answering.llm import AnswerStream
 from .chunking import make_prefix
 from .cli_eval import eval_app
+from .cli_keys import keys_app
+from .cli_serve import serve
 from .cli_store import copy, migrate, postgres_app
+from .cli_mcp import mcp_command
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
@@ -33,6 +36,9 @@ from .models import Answer, Hit, IngestResult
 
 app = typer.Typer(help="Sourcebook: add documents, search them, ask cited questions.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+app.add_typer(keys_app, name="keys")
+app.command()(serve)
+app.command("mcp")(mcp_command)
 out = Console()
 err = Console(stderr=True)
 

@@ -131,3 +131,9 @@ class ChatSessionNotFoundError(StoreError):
     """No chat session has the given id."""
 
     code = "chat_session_not_found"
+
+
+class CollectionNotFoundError(StoreError):
+    """No collection has the given name."""
+
+    code = "collection_not_found"

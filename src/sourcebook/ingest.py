@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from .chunking import chunk_document
 from .embedders.base import Embedder
 from .errors import SourcebookError
 from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
-from .models import Chunk, DocumentStatus, IngestResult, ParsedDocument
+from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
 from .settings import Settings
 from .stores.base import Store
 from .tenants import DEFAULT_TENANT
@@ -115,10 +115,20 @@ class Ingestor:
         chunking and SQLite writes overlap with embedding instead of adding to it.
         """
         self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
+        return self._ingest(self._items(list(sources), fmt), collection, metadata)
+
+    def add_raw(self, raws: Sequence[RawSource], collection: str, metadata: dict[str, Any] | None = None) -> list[IngestResult]:
+        """Like `add`, for bytes in hand (an HTTP upload): each one's `source` names its document."""
+        self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
+        self._emit("planned", len(raws))
+        items = ((raw.source, lambda raw=raw: (raw.fingerprint, None, raw)) for raw in raws)
+        return self._ingest(items, collection, metadata)
+
+    def _ingest(self, items: Iterable[_Item], collection: str, metadata: dict[str, Any] | None) -> list[IngestResult]:
         results: list[IngestResult] = []
         in_flight: _Batch | None = None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sourcebook-embed") as worker:
-            for item in self._items(list(sources), fmt):
+            for item in items:
                 result = self._prepare(item, collection, metadata or {})
                 if result is not None:
                     results.append(result)
@@ -175,7 +185,7 @@ class Ingestor:
             if self.enricher:
                 chunks = self.enricher(parsed, chunks)
         except SourcebookError as exc:
-            return self._fail(existing is not None, doc_id, collection, source, exc)
+            return self._fail(existing, doc_id, collection, source, exc)
         self.store.upsert_document(
             doc_id,
             collection=collection,
@@ -192,10 +202,15 @@ class Ingestor:
         self._queue.append(_Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action))
         return None
 
-    def _fail(self, existed: bool, doc_id: str, collection: str, source: str, exc: SourcebookError) -> IngestResult:
-        """Record a failure. A document already stored keeps its chunks and status untouched."""
+    def _fail(
+        self, existing: DocumentRecord | None, doc_id: str, collection: str, source: str, exc: SourcebookError
+    ) -> IngestResult:
+        """Record a failure. A ready document keeps its chunks and status untouched; one that was
+        waiting (queued by the HTTP service as pending) records the error its pollers wait for."""
         code = getattr(exc, "code", "error")
-        if not existed:
+        if existing is not None and existing.status != DocumentStatus.READY:
+            self.store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
+        elif existing is None:
             self.store.upsert_document(
                 doc_id, collection=collection, source=source, title=os.path.basename(source) or source,
                 media_type="", metadata={}, status=DocumentStatus.ERROR, error=str(exc),

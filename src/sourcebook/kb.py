@@ -8,6 +8,7 @@ removing one does not pay for loading a model.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,15 @@ from .chat import ChatSession
 from .embedders import create_embedder
 from .embedders.base import Embedder
 from .enrichment import ContextualEnricher
-from .errors import ConfigurationError, DocumentNotFoundError, InvalidQueryError
+from .errors import ChatSessionNotFoundError, ConfigurationError, DocumentNotFoundError, InvalidQueryError
 from .generators import Generator, Message, create_llm
+from .loaders import RawSource
 from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
 from .stores import open_store
-from .stores.base import Store
+from .stores.base import ChatSessionRecord, CollectionInfo, Store
 
 DEFAULT_COLLECTION = "default"
 
@@ -270,6 +272,63 @@ class KnowledgeBase:
     ) -> ChatSession:
         """A persistent conversation: a new session, or the one `session_id` names."""
         return ChatSession.open(self, session_id, llm=llm, mode=mode, collection=collection)
+
+    # For services (the HTTP API): collections, queued ingestion, stored chat sessions ----
+    def collections(self) -> list[CollectionInfo]:
+        return self.store.collections()
+
+    def create_collection(self, name: str) -> CollectionInfo:
+        """Create an empty collection for the configured embedding model (a no-op when it exists)."""
+        self.store.ensure_collection(name, self.embedder.name, self.embedder.dimension)
+        return next(info for info in self.store.collections() if info.name == name)
+
+    def delete_collection(self, name: str) -> None:
+        """Remove a collection with all its documents (CollectionNotFoundError when there is none)."""
+        self.store.delete_collection(name)
+
+    def add_raw(
+        self, raws: Sequence[RawSource], collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None
+    ) -> list[IngestResult]:
+        """Add documents from bytes in hand (uploads): `RawSource.from_bytes(name, data, media_type)`."""
+        ingestor = Ingestor(self.store, self.embedder, self.settings, None, self._enricher())
+        return ingestor.add_raw(raws, collection, metadata)
+
+    def enqueue(self, source: str, collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None) -> DocumentRecord:
+        """Mark `source` pending before a worker ingests it: a new document row, or an existing
+        document to process again (it stays searchable with its old chunks meanwhile)."""
+        doc_id = document_id(collection, source, self.tenant)
+        if self.store.get_document(doc_id) is None:
+            self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
+            self.store.upsert_document(
+                doc_id, collection=collection, source=source, title=os.path.basename(source.rstrip("/")) or source,
+                media_type="", metadata=metadata or {}, status=DocumentStatus.PENDING,
+            )
+        else:
+            self.store.set_status(doc_id, DocumentStatus.PENDING)
+        return self.document(doc_id)
+
+    def fail(self, document_id: str, error: str) -> None:
+        """Record that processing a queued document failed (the worker's last resort)."""
+        self.store.set_status(document_id, DocumentStatus.ERROR, error)
+
+    def chat_sessions(self) -> list[ChatSessionRecord]:
+        """Stored chat sessions, most recently updated first."""
+        return self.store.list_chat_sessions()
+
+    def chat_session(self, session_id: str) -> ChatSessionRecord:
+        record = self.store.get_chat_session(session_id)
+        if record is None:
+            raise ChatSessionNotFoundError(f"no chat session {session_id!r}; list them with `sourcebook chat --list`")
+        return record
+
+    def create_chat_session(self, title: str = "") -> ChatSessionRecord:
+        """A new, empty, stored session (`chat(id)` then talks in it)."""
+        session_id = uuid.uuid4().hex[:12]
+        self.store.create_chat_session(session_id, title)
+        return self.chat_session(session_id)
+
+    def delete_chat_session(self, session_id: str) -> None:
+        self.store.delete_chat_session(session_id)
 
     # Lifecycle -----------------------------------------------------------
     def close(self) -> None:

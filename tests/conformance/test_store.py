@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sourcebook.errors import (
+    CollectionNotFoundError,
     DocumentNotFoundError,
     EmbeddingModelMismatchError,
     StoreError,
@@ -349,6 +350,19 @@ def test_delete_removes_everything(store: Store) -> None:
     assert {(i.name, i.document_count, i.chunk_count) for i in store.collections()} == {("docs", 1, 1)}
     with pytest.raises(DocumentNotFoundError):
         store.delete_document("gone")
+
+
+def test_delete_collection_removes_its_documents_only(store: Store) -> None:
+    store.ensure_collection("other", MODEL, DIM)
+    add_document(store, "gone", ["vanishing words here"], vectors=[unit(1.0)], collection="other")
+    add_document(store, "kept", ["staying words"], vectors=[unit(0.0, 1.0)])
+    store.delete_collection("other")
+    assert [i.name for i in store.collections()] == ["docs"]
+    assert store.get_document("gone") is None
+    assert store.keyword_search("vanishing", 10, EVERYTHING) == []
+    assert ids(store.vector_search(unit(1.0), 10, EVERYTHING)) == ["kept#0"]
+    with pytest.raises(CollectionNotFoundError):
+        store.delete_collection("other")
 
 
 # Atomicity ----------------------------------------------------------------------------------

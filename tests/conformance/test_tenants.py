@@ -129,6 +129,16 @@ def test_document_ids_differ_per_tenant_but_not_for_the_default() -> None:
     assert len({document_id("docs", "a.md", t) for t in ("default", "acme", "globex")}) == 3
 
 
+def test_deleting_a_collection_leaves_other_tenants_alone(tenants: tuple[Store, Store]) -> None:
+    acme, globex = tenants
+    acme.delete_collection("docs")
+    assert acme.collections() == [] and acme.list_documents() == []
+    assert [c.name for c in globex.collections()] == ["docs"]
+    assert search(globex, "keyword", SearchFilter()) and search(globex, "vector", SearchFilter())
+    with pytest.raises(StoreError):
+        acme.delete_collection("docs")
+
+
 @pytest.fixture(params=STORE_FACTORIES)
 def tenant_kbs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[KnowledgeBase, KnowledgeBase]]:
     """Two tenants' knowledge bases over one store, holding the very same files."""

@@ -112,7 +112,7 @@ def test_oversize_body_refused_while_streaming(http_server: LocalServer, local_s
         fetch_url(http_server.url("/big"), local_settings)
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/file.txt", "file:///etc/passwd", "http:///nohost"])
+@pytest.mark.parametrize("url", ["ftp://example.com/file.txt", "file:///etc/passwd", "http:///nohost", "http://[::1"])
 def test_only_http_urls_with_a_host(url: str, local_settings: Settings) -> None:
     with pytest.raises(FetchError):
         read_source(url, local_settings)

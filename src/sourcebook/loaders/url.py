@@ -64,7 +64,10 @@ def _redirect_target(response: httpx.Response, source: str) -> str:
 
 def check_url(url: str, source: str, allow_private: bool) -> None:
     """Refuse non-http(s) URLs, and hosts with any non-public address unless allowed."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. an unbalanced "[" of an IPv6 host
+        raise FetchError(source, f"invalid URL {url!r}: {exc}") from None
     if parts.scheme not in _DEFAULT_PORTS:
         raise FetchError(source, f"unsupported URL scheme {parts.scheme!r}: only http and https URLs can be fetched")
     if not parts.hostname:

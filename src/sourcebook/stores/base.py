@@ -68,6 +68,12 @@ class Store(Protocol):
 
     def collections(self) -> list[CollectionInfo]: ...
 
+    def delete_collection(self, name: str) -> None:
+        """Remove the collection with its documents, chunks, vectors and keyword rows (one transaction).
+
+        Raises CollectionNotFoundError when there is no such collection.
+        """
+
     # Documents -----------------------------------------------------------
     def get_document(self, document_id: str) -> DocumentRecord | None: ...
 

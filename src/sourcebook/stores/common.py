@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import (
     ChatSessionNotFoundError,
+    CollectionNotFoundError,
     DocumentNotFoundError,
     EmbeddingModelMismatchError,
     InvalidQueryError,
@@ -84,6 +85,10 @@ def query_dimension_mismatch(collection: str, expected: int, got: int) -> Invali
         f"collection {collection!r} holds {expected}-dimensional vectors but the query vector has {got}; "
         f"embed the query with the collection's model"
     )
+
+
+def collection_not_found(name: str) -> CollectionNotFoundError:
+    return CollectionNotFoundError(f"no collection named {name!r}; list them with `sourcebook status`")
 
 
 def missing_collection(collection: str) -> StoreError:

@@ -46,6 +46,7 @@ from .common import (
     check_k,
     check_vector_dimension,
     chunk_id,
+    collection_not_found,
     indexed_text,
     missing_collection,
     model_mismatch,
@@ -219,6 +220,13 @@ class PostgresStore:
                    GROUP BY c.name, c.embedding_model, c.dimension ORDER BY c.name COLLATE "C" """
             ).fetchall()
         return [CollectionInfo(*row) for row in rows]
+
+    def delete_collection(self, name: str) -> None:
+        """The documents' chunks, vectors and postings go by ON DELETE CASCADE."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM documents WHERE collection = %s", (name,))
+            if not conn.execute("DELETE FROM collections WHERE name = %s", (name,)).rowcount:
+                raise collection_not_found(name)
 
     # Documents -----------------------------------------------------------
     def get_document(self, document_id: str) -> DocumentRecord | None:

@@ -1,0 +1,100 @@
+"""`sourcebook keys`: create, list and revoke the HTTP service's API keys.
+
+A typer sub-app registered by cli.py. The secret is printed once, at creation; the
+database keeps only its hash and a prefix that identifies the key in listings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .apikeys import ApiKey, KeyStore, Role, key_store_for, make_grants
+
+keys_app = typer.Typer(help="API keys of the HTTP service (`sourcebook serve`).", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+@contextmanager
+def _keys() -> Iterator[KeyStore]:
+    from .cli import _open
+
+    with _open() as kb:
+        store = key_store_for(kb.store)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def _grants(key: ApiKey) -> str:
+    return ", ".join(f"{collection}={role}" for collection, role in sorted(key.grants.items()))
+
+
+@keys_app.command("create")
+def create(
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant whose documents the key reaches.")] = "default",
+    role: Annotated[str, typer.Option("--role", "-r", help="read, write or admin.")] = Role.READ.value,
+    collection: Annotated[
+        Optional[list[str]], typer.Option("--collection", "-c", help="Collection the role applies to (repeat; default: all).")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", "-n", help="A note saying who or what uses the key.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a key and print its secret (shown this once only)."""
+    from .cli import _emit_json, _errors
+
+    with _errors(as_json), _keys() as store:
+        created = store.create(name, tenant, make_grants(role, tuple(collection or ())))
+    if as_json:
+        _emit_json({"key": created.key.to_dict(), "secret": created.secret})
+        return
+    out.print(created.secret, highlight=False, markup=False)
+    err.print(
+        f"[dim]key {created.key.id} ({created.key.prefix}…) for tenant {created.key.tenant}: {_grants(created.key)}. "
+        f"The secret is not stored: keep it now.[/dim]", highlight=False,
+    )
+
+
+@keys_app.command("list")
+def list_keys(
+    tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's keys.")] = None,
+    show_revoked: Annotated[bool, typer.Option("--all", help="Include revoked keys.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List keys (never their secrets)."""
+    from .cli import _emit_json, _errors
+
+    with _errors(as_json), _keys() as store:
+        keys = store.list(tenant, include_revoked=show_revoked)
+    if as_json:
+        _emit_json({"keys": [key.to_dict() for key in keys]})
+        return
+    table = Table("id", "prefix", "tenant", "grants", "name", "created", "revoked")
+    for key in keys:
+        table.add_row(key.id, key.prefix, key.tenant, _grants(key), key.name, key.created_at[:19], (key.revoked_at or "")[:19])
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def revoke(
+    key: Annotated[str, typer.Argument(help="The key's id or prefix (see `sourcebook keys list`).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Revoke a key: requests with it are refused from now on."""
+    from .cli import _emit_json, _errors
+
+    with _errors(as_json), _keys() as store:
+        revoked = store.revoke(key)
+    if as_json:
+        _emit_json({"revoked": revoked.to_dict()})
+    else:
+        out.print(f"revoked {revoked.id} ({revoked.prefix}…)", highlight=False)

@@ -1,0 +1,88 @@
+"""`sourcebook serve`: run the HTTP API with uvicorn (needs the `server` extra).
+
+The socket is bound here, before uvicorn starts, so `--port 0` works (the OS picks a free
+port) and the printed URL is the real one. `--no-auth` serves everyone as an admin of the
+default tenant, so it refuses any address but loopback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+LOOPBACK_HOSTS = ("localhost",)
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0: any free one).")] = 8000,
+    db: Annotated[Optional[str], typer.Option("--db", help="Knowledge base to serve (else the global --db).")] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="No API keys: everyone is an admin of the default tenant. Loopback only.")
+    ] = False,
+    cors_origin: Annotated[
+        Optional[list[str]], typer.Option("--cors-origin", help="Browser origin allowed to call the API (repeat).")
+    ] = None,
+    log_json: Annotated[bool, typer.Option("--log-json/--log-text", help="JSON log lines (default) or plain text.")] = True,
+) -> None:
+    """Serve the knowledge base over HTTP: the /v1 API, /healthz, /metrics, /openapi.json."""
+    try:
+        import uvicorn
+
+        from .server import ServerSettings, create_app
+        from .server.observability import configure_logging
+    except ImportError as exc:
+        raise typer.BadParameter(f"the HTTP service needs its extra: pip install 'sourcebook[server]' ({exc})") from exc
+    from .apikeys import key_store_for
+    from .cli import _State, _errors, _open
+
+    if no_auth and not _is_loopback(host):
+        raise typer.BadParameter(f"--no-auth serves everyone as an admin, so it binds loopback only, not {host!r}")
+    if db is not None:
+        _State.db = db
+    overrides: dict[str, object] = {"log_json": log_json}
+    if no_auth:
+        overrides["auth"] = False
+    if cors_origin:
+        overrides["cors_origins"] = cors_origin
+    settings = ServerSettings(**overrides)  # type: ignore[arg-type]
+    configure_logging(settings.log_json)
+    with _errors(False), _open() as kb:
+        keys = key_store_for(kb.store) if settings.auth else None
+        kb.embedder.embed_query("warm up")  # load the model now, not in the first request
+        sock = bind(host, port)
+        actual_host, actual_port = sock.getsockname()[:2]
+        shown = f"[{actual_host}]" if ":" in actual_host else actual_host
+        print(f"Sourcebook serving {kb.settings.db} on http://{shown}:{actual_port}"
+              f"{' without authentication' if keys is None else ''}", file=sys.stderr, flush=True)
+        server = uvicorn.Server(uvicorn.Config(create_app(kb, settings, keys), log_config=None, access_log=False))
+        try:
+            server.run(sockets=[sock])
+        finally:
+            if keys is not None:
+                keys.close()
+            sock.close()

@@ -1,0 +1,137 @@
+"""The FastAPI application: routes, error handling, limits, CORS and observability, wired once.
+
+`create_app(kb, settings, keys)` builds an app over an open `KnowledgeBase`; the caller
+owns the knowledge base (and closes it). `sourcebook serve` (cli_serve.py) is the usual
+caller; tests and embedders call it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..apikeys import KeyStore
+from ..errors import SourcebookError
+from ..kb import KnowledgeBase
+from .config import ServerSettings
+from .context import Service
+from .errors import PayloadTooLargeError, status_of
+from .ingestion import IngestJob, IngestQueue, ThreadQueue, UploadStore, run_job
+from .limits import BodyLimitMiddleware
+from .metrics import Metrics
+from .observability import ObservabilityMiddleware
+from .ratelimit import RateLimiter
+from .routes import answers, chat, chat_stream, collections, documents, system, web
+
+logger = logging.getLogger(__name__)
+
+_HTTP_CODES = {
+    404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
+    413: PayloadTooLargeError.code, 415: "unsupported_media_type", 422: "invalid_request",
+}
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """FastAPI's error list as one readable line: `body.top_k: Input should be greater than 0; ...`."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or "the request does not match the API schema"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SourcebookError)
+    async def sourcebook_error(request: Request, exc: SourcebookError) -> JSONResponse:
+        status = status_of(exc)
+        if status >= 500:
+            logger.error("request failed: %s", exc, extra={"code": exc.code})
+        return _error(status, exc.code, str(exc), getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "invalid_request", _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI answers 400 for a body it cannot even decode; to clients that is one more
+        # request not matching the schema, so it gets the same status as the others (422).
+        status = 422 if exc.status_code == 400 else exc.status_code
+        code = _HTTP_CODES.get(status, "http_error")
+        return _error(status, code, str(exc.detail), getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error")
+        return _error(500, "internal_error", "the server failed unexpectedly; the request id in X-Request-ID finds it in the logs")
+
+
+def default_upload_dir(kb: KnowledgeBase) -> Path:
+    """Beside a SQLite file (kb.db -> kb.db.uploads/), else ./sourcebook-uploads."""
+    db = kb.settings.db
+    return Path(f"{db}.uploads") if "://" not in db else Path("sourcebook-uploads")
+
+
+def create_app(
+    kb: KnowledgeBase,
+    settings: ServerSettings | None = None,
+    keys: KeyStore | None = None,
+    queue: IngestQueue | None = None,
+) -> FastAPI:
+    """The app over `kb`. `keys` None serves without authentication (everyone is an admin of the
+    default tenant: for local use only). `queue` None runs ingestion in a thread of this process."""
+    settings = settings or ServerSettings()
+    metrics = Metrics()
+    uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
+
+    def ingest(job: IngestJob) -> None:
+        run_job(service.kb_for(job.tenant), uploads, job, metrics)
+
+    service = Service(
+        kb=kb, settings=settings, keys=keys, queue=queue or ThreadQueue(ingest), uploads=uploads,
+        metrics=metrics, limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.queue.start()
+        try:
+            yield
+        finally:
+            service.queue.stop()
+
+    app = FastAPI(
+        title="Sourcebook",
+        version="1",
+        summary="Documents in, cited answers out: a knowledge base over HTTP.",
+        description="Authenticate with `Authorization: Bearer <API key>` (`sourcebook keys create`). "
+                    'Every error is `{"error": {"code", "message"}}` with a stable code.',
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    _install_error_handlers(app)
+    for router in (collections.router, documents.router, answers.router, chat.router, system.router):
+        app.include_router(router)
+    app.include_router(chat_stream.router)
+    web.install(app)
+    app.add_middleware(BodyLimitMiddleware, max_request_bytes=settings.max_request_bytes, max_upload_bytes=settings.max_upload_bytes)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+            allow_headers=["Authorization", "Content-Type", "X-API-Key", "X-Request-ID"],
+            expose_headers=["X-Request-ID", "Retry-After"],
+        )
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
+    return app

@@ -1,0 +1,95 @@
+"""Who is calling: the API key behind a request, its tenant, and what its role allows.
+
+Keys come in `Authorization: Bearer <key>` (or `X-API-Key: <key>`). Authorization is two
+layers: the key's tenant picks the tenant-scoped knowledge base, so the store itself never
+returns another tenant's rows; the key's grants decide which collections and actions of
+that tenant it may use (checked here, in the routes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from ..apikeys import ALL_COLLECTIONS, ApiKey, KeyStore, Role
+from ..tenants import DEFAULT_TENANT
+from .errors import ForbiddenError, RateLimitedError, UnauthorizedError
+from .ratelimit import RateLimiter, retry_after_header
+
+LOCAL_KEY = ApiKey(
+    id="local", prefix="", name="no-auth (loopback)", tenant=DEFAULT_TENANT,
+    grants={ALL_COLLECTIONS: Role.ADMIN}, created_at="",
+)
+"""Who every caller is under `--no-auth`: an admin of the default tenant."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of one request."""
+
+    key: ApiKey
+    rate_key: str
+
+    @property
+    def tenant(self) -> str:
+        return self.key.tenant
+
+    def require(self, role: Role, collection: str | None = None) -> None:
+        """Raise 403 unless the key may act as `role` on `collection` (None: on all of them)."""
+        if not self.key.allows(role, collection):
+            where = f"collection {collection!r}" if collection is not None else "every collection"
+            raise ForbiddenError(
+                f"API key {self.key.prefix or self.key.id} has no {role} role on {where}; "
+                f"ask an admin for a key that covers it"
+            )
+
+    def require_somewhere(self, role: Role) -> None:
+        """Raise 403 unless the key holds `role` on at least one collection."""
+        if not any(granted.includes(role) for granted in self.key.grants.values()):
+            raise ForbiddenError(f"API key {self.key.prefix or self.key.id} has no {role} role on any collection")
+
+    def read_scope(self, requested: str | Sequence[str] | None) -> list[str] | None:
+        """The collections a read may cover: the ones asked for (each must be readable), else all
+        the key may read (None = no restriction)."""
+        if requested is None:
+            readable = self.key.readable()
+            return None if readable is None else list(readable)
+        names = [requested] if isinstance(requested, str) else list(requested)
+        for name in names:
+            self.require(Role.READ, name)
+        return names
+
+
+def bearer_secret(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return request.headers.get("x-api-key") or None
+
+
+def authenticate(request: Request, keys: KeyStore | None, limiter: RateLimiter) -> Principal:
+    """The request's principal, after its rate limit; 401 without a live key, 429 over the limit."""
+    if keys is None:
+        client = request.client.host if request.client else "local"
+        principal = Principal(LOCAL_KEY, f"client:{client}")
+    else:
+        secret = bearer_secret(request)
+        if secret is None:
+            raise UnauthorizedError(
+                "this request needs an API key: send 'Authorization: Bearer <key>' (create one with `sourcebook keys create`)",
+                {"WWW-Authenticate": "Bearer"},
+            )
+        key = keys.authenticate(secret)
+        if key is None:
+            raise UnauthorizedError("the API key is unknown or revoked", {"WWW-Authenticate": "Bearer"})
+        principal = Principal(key, f"key:{key.id}")
+    wait = limiter.acquire(principal.rate_key)
+    if wait is not None:
+        raise RateLimitedError(
+            f"rate limit of {limiter.rate:g} requests/s (burst {limiter.burst}) exceeded; retry in {wait:.2f} s",
+            {"Retry-After": retry_after_header(wait)},
+        )
+    return principal

@@ -1,0 +1,27 @@
+"""The HTTP service's own settings (`SOURCEBOOK_SERVER_*` variables, or `sourcebook serve` options).
+
+Kept apart from the knowledge base's `Settings`: they shape the service, not retrieval, and
+the library never needs them.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServerSettings(BaseSettings):
+    """Limits, CORS and auth of `sourcebook serve`, with defaults for a small team."""
+
+    model_config = SettingsConfigDict(env_prefix="SOURCEBOOK_SERVER_", extra="ignore")
+
+    auth: bool = Field(True, description="require an API key; False serves everyone as admin (loopback only)")
+    rate_limit_per_second: float = Field(20.0, gt=0, description="requests a key may make per second, sustained")
+    rate_limit_burst: int = Field(40, ge=1, description="requests a key may make at once before being limited")
+    max_request_bytes: int = Field(1024 * 1024, ge=1024, description="largest request body other than an upload")
+    max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1024, description="largest multipart upload (all files together)")
+    max_upload_files: int = Field(100, ge=1, description="most files in one upload request")
+    cors_origins: list[str] = Field(default_factory=list, description="origins allowed to call the API from a browser")
+    upload_dir: str | None = Field(None, description="where uploaded files are kept; default: next to the database")
+    status_poll_seconds: float = Field(0.25, gt=0, description="how often a status stream looks for changes")
+    log_json: bool = Field(True, description="one JSON object per log line")

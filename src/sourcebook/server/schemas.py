@@ -1,0 +1,279 @@
+"""Request and response models of the HTTP API: the OpenAPI schema at /openapi.json is built from them.
+
+Response shapes mirror the library's `to_dict()`s (the CLI's JSON contract), so a script
+moving from `sourcebook search --json` to `POST /v1/search` reads the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from ..models import DocumentStatus
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+CollectionName = Annotated[str, Field(pattern=NAME_PATTERN, description="letters, digits, '_', '.', '-'; at most 64")]
+
+
+class Strict(BaseModel):
+    """Unknown fields are a client's mistake worth hearing about (422), not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# Errors -------------------------------------------------------------------------------
+class ErrorDetail(BaseModel):
+    code: str = Field(description="stable, machine-readable: e.g. document_not_found, rate_limited")
+    message: str = Field(description="what failed and what to do about it")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+# Collections ----------------------------------------------------------------------------
+class CollectionCreate(Strict):
+    name: CollectionName
+
+
+class Collection(BaseModel):
+    name: str
+    embedding_model: str
+    dimension: int
+    document_count: int
+    chunk_count: int
+
+
+class CollectionList(BaseModel):
+    collections: list[Collection]
+
+
+# Documents --------------------------------------------------------------------------------
+class Document(BaseModel):
+    id: str
+    collection: str
+    source: str
+    title: str
+    media_type: str
+    status: DocumentStatus
+    error: str | None
+    chunk_count: int
+    content_hash: str | None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class DocumentList(BaseModel):
+    documents: list[Document]
+
+
+class DocumentsQueued(BaseModel):
+    """Accepted for ingestion: poll GET /v1/documents/{id} (or stream /events) until ready or error."""
+
+    documents: list[Document]
+
+
+class UrlAdd(Strict):
+    urls: list[Annotated[str, Field(pattern=r"^https?://[^/]", max_length=2000)]] = Field(
+        min_length=1, max_length=100, description="http(s) URLs to fetch and add"
+    )
+    collection: CollectionName = "default"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Chunk(BaseModel):
+    chunk_id: str
+    position: int
+    heading_path: list[str]
+    page: int | None
+    text: str
+
+
+class DocumentDetail(BaseModel):
+    document: Document
+    chunks: list[Chunk]
+
+
+class StatusEvent(BaseModel):
+    """One `status` event of GET /v1/documents/{id}/events."""
+
+    id: str
+    status: DocumentStatus
+    error: str | None
+    chunk_count: int
+
+
+# Search -----------------------------------------------------------------------------------
+MetadataFilter = Annotated[
+    dict[Annotated[str, StringConstraints(pattern=r'^[^"]+$')], str | int | float | bool],
+    Field(json_schema_extra={"additionalProperties": False}),  # keys not matching the pattern are refused
+]
+"""Exact matches on document metadata: key -> a string, number or boolean."""
+Scope = CollectionName | Annotated[list[CollectionName], Field(max_length=100)] | None
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1, max_length=4000)
+    top_k: int | None = Field(None, ge=1, le=100)
+    mode: Literal["keyword", "vector", "hybrid"] | None = None
+    collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
+    document_ids: list[str] | None = Field(None, max_length=1000)
+    metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
+    min_score: float | None = None
+    per_document: int | None = Field(None, ge=0, le=100)
+
+
+class RetrieverScore(BaseModel):
+    rank: int | None
+    score: float | None
+
+
+class Hit(BaseModel):
+    rank: int
+    score: float
+    document_id: str
+    source: str
+    title: str
+    chunk_id: str
+    text: str
+    heading_path: list[str]
+    page: int | None
+    collection: str
+    position: int
+    retrievers: dict[str, RetrieverScore]
+
+
+class SearchResponse(BaseModel):
+    query: str
+    hits: list[Hit]
+
+
+# Answers -------------------------------------------------------------------------------------
+class AskRequest(Strict):
+    question: str = Field(min_length=1, max_length=4000)
+    collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
+    document_ids: list[str] | None = Field(None, max_length=1000)
+    metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
+    top_k: int | None = Field(None, ge=1, le=50)
+    mode: Literal["retrieval", "full-context", "auto"] | None = None
+    rewrite: bool | None = None
+
+
+class Citation(BaseModel):
+    n: int
+    document_id: str
+    source: str
+    chunk_id: str
+    quote: str
+    title: str
+    heading_path: list[str]
+    page: int | None
+    supported: bool | None
+
+
+class Answer(BaseModel):
+    question: str
+    answer: str
+    abstained: bool
+    citations: list[Citation]
+    confidence: float
+    mode: str
+    queries: list[str]
+    usage: dict[str, Any]
+    follow_up_questions: list[str]
+    citation_check: dict[str, Any] | None
+    answerer: str
+
+
+class TokenEvent(BaseModel):
+    """One `token` event of POST /v1/ask/stream: the next piece of the answer's text."""
+
+    text: str
+
+
+# Chat ---------------------------------------------------------------------------------------
+class ChatSessionCreate(Strict):
+    title: str = Field("", max_length=200)
+
+
+class ChatSession(BaseModel):
+    id: str
+    title: str
+    created_at: str
+    updated_at: str
+    message_count: int
+
+
+class ChatSessionList(BaseModel):
+    sessions: list[ChatSession]
+
+
+class ChatMessageCreate(Strict):
+    content: str = Field(min_length=1, max_length=4000)
+    collection: Scope = None
+    mode: Literal["retrieval", "full-context", "auto"] | None = None
+
+
+class ChatMessage(BaseModel):
+    role: Literal["user", "assistant"]
+    content: str
+    answer: Answer | None = Field(None, description="the full answer object, on assistant turns")
+    created_at: str
+
+
+class ChatHistory(BaseModel):
+    session: ChatSession
+    messages: list[ChatMessage]
+
+
+class ChatReply(BaseModel):
+    session_id: str
+    answer: Answer
+
+
+# Health -----------------------------------------------------------------------------------------
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    auth: bool
+    queue_depth: int
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for a route: each status it can answer with, as an ErrorBody.
+
+    Every authenticated route can answer 401, 422 and 429; pass the others it adds."""
+    from .errors import ERROR_DESCRIPTIONS
+
+    wanted = sorted({401, 422, 429, *statuses})
+    return {status: {"model": ErrorBody, "description": ERROR_DESCRIPTIONS[status]} for status in wanted}
+
+
+def component(name: str) -> dict[str, str]:
+    """A reference to a model the API's other routes already put in the schema's components."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def inline(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema to embed in the OpenAPI document (models it uses are in its components)."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return schema
+
+
+def event_stream(description: str, events: dict[str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entry for a server-sent event stream: the schema of one event, an
+    object whose `event` names it and whose `data` is JSON of the given schema."""
+    one_event = [
+        {
+            "type": "object", "required": ["event", "data"],
+            "properties": {
+                "event": {"const": name},
+                "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": schema},
+            },
+        }
+        for name, schema in events.items()
+    ]
+    return {200: {"description": description, "content": {"text/event-stream": {"schema": {"oneOf": one_event}}}}}
