@@ -38,6 +38,8 @@ def test_every_everyday_command_runs_on_postgres(pg: str, example_docs: Path) ->
     run("--db", pg, "remove", documents[0]["id"])
     assert len(json.loads(run("--db", pg, "list", "--json"))["documents"]) == 8
     assert json.loads(run("--db", pg, "migrate", "--json"))["applied"] == []
+    run("--db", pg, "keys", "create", "--tenant", "acme", "--name", "ci")
+    assert "acme" in run("--db", pg, "keys", "list")
 
 
 def test_tenants_on_postgres_through_the_cli(pg: str) -> None:

@@ -178,6 +178,16 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise StoreError(f"Postgres store {self._where}: {exc}") from exc
 
+    @contextmanager
+    def unscoped_transaction(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection in a transaction with no tenant set: it sees no tenant's rows,
+        only the global tables (API keys, which say what tenant a request is)."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise StoreError(f"Postgres store {self._where}: {exc}") from exc
+
     def _read(self) -> Any:
         return self.transaction(pipeline=True)
 
