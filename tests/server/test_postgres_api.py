@@ -3,6 +3,8 @@ reaching only that tenant's documents (row-level security underneath)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
 from sourcebook import KnowledgeBase
@@ -13,13 +15,13 @@ from tests.server.conftest import LiveServer, wait_ready
 from tests.server.test_api import NOTE, upload
 
 
-def test_the_service_runs_on_postgres_with_keys_and_tenants(migrated_postgres_dsn: str) -> None:
+def test_the_service_runs_on_postgres_with_keys_and_tenants(migrated_postgres_dsn: str, tmp_path: Path) -> None:
     with KnowledgeBase.open(migrated_postgres_dsn) as kb:
         keys = key_store_for(kb.store)
         assert isinstance(keys, PostgresKeyStore)
         acme = keys.create("acme app", "acme", make_grants("admin", ())).secret
         globex = keys.create("globex app", "globex", make_grants("admin", ())).secret
-        with LiveServer(create_app(kb, ServerSettings(auth=True, log_json=False), keys)) as live:
+        with LiveServer(create_app(kb, ServerSettings(auth=True, log_json=False, upload_dir=str(tmp_path)), keys)) as live:
             api = live.url
             with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {acme}"}, timeout=60) as client:
                 queued = upload(client, [("lunch.md", NOTE)]).json()["documents"]
