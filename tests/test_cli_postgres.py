@@ -48,7 +48,7 @@ def test_tenants_on_postgres_through_the_cli(pg: str) -> None:
 
 
 def test_migrate_brings_a_new_database_up_to_date(fresh_postgres_dsn: str, tmp_path: Path) -> None:
-    assert json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"] == [1]
+    assert json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"] == [1, 2]
     assert json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"] == []
     sqlite = json.loads(run("--db", str(tmp_path / "kb.db"), "migrate", "--json"))
     assert sqlite["schema_version"] >= 4
@@ -95,3 +95,14 @@ def test_copy_round_trip_sqlite_postgres_sqlite_keeps_search_results(
             strip(d) for d in b.for_tenant("acme").documents()]
     only_acme = json.loads(run("copy", original, str(tmp_path / "acme.db"), "--tenant", "acme", "--json"))
     assert only_acme["tenants"] == ["acme"] and only_acme["documents_copied"] == 1
+
+
+def test_postgres_start_prints_a_working_dsn_and_stop_stops_it(tmp_path: Path) -> None:
+    directory = tmp_path / "pg"
+    dsn = json.loads(run("postgres", "start", str(directory), "--json"))["dsn"]
+    try:
+        assert json.loads(run("--db", dsn, "migrate", "--json"))["applied"] == [1, 2]
+        assert json.loads(run("postgres", "start", str(directory), "--json"))["dsn"] == dsn  # already running
+    finally:
+        assert "stopped" in run("postgres", "stop", str(directory))
+    assert "no server was running" in run("postgres", "stop", str(directory))
