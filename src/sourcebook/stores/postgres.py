@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -583,7 +584,8 @@ def _copy_chunks(
     vectors: np.ndarray,
 ) -> None:
     """Binary COPY of the chunk rows (vectors included) and their BM25 postings into the
-    session's staging tables, then one INSERT ... SELECT each under the tenant's policies."""
+    session's staging tables, then one INSERT ... SELECT each under the tenant's policies
+    (ON COMMIT DELETE ROWS empties the staging tables; a rollback discards their rows)."""
     names = ", ".join(name for name, _ in _COPY_COLUMNS)
     dimension = vectors.shape[1]
     analysed = {c.position: term_counts(indexed_text(title, c.heading_path, c.text)) for c in chunks}
@@ -598,7 +600,6 @@ def _copy_chunks(
                     dimension, vectors[i], analysed[c.position][1],
                 ))
         cursor.execute(f"INSERT INTO chunks ({names}) SELECT {names} FROM chunk_staging")
-        cursor.execute("TRUNCATE chunk_staging")
         term_names = ", ".join(name for name, _ in _TERM_COPY_COLUMNS)
         with cursor.copy(f"COPY term_staging ({term_names}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([kind for _, kind in _TERM_COPY_COLUMNS])
@@ -611,7 +612,6 @@ def _copy_chunks(
                JOIN chunks c ON c.document_id = %s AND c.position = s.position""",
             (document_id,),
         )
-        cursor.execute("TRUNCATE term_staging")
 
 
 def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
@@ -626,15 +626,20 @@ def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
         params.append(list(filters.document_ids))
     if filters.metadata:
         for key, value in filters.metadata:
-            if not key or isinstance(value, (dict, list)) or not isinstance(value, (str, int, float, bool)):
+            if not key or "\x00" in key:
+                raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and hold no NUL character")
+            if not isinstance(value, (str, int, float, bool)) or (isinstance(value, float) and not math.isfinite(value)):
                 raise InvalidQueryError(
-                    f"metadata filter {key!r} has a {type(value).__name__} value; use a string, number or boolean"
+                    f"metadata filter {key!r} has a {type(value).__name__} value; use a string, finite number or boolean"
                 )
-        # jsonb containment compares JSON types (true is not 1) and numbers by value (2021 = 2021.0).
-        conditions.append(
-            "EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND d.metadata @> %s::jsonb)"
-        )
-        params.append(json.dumps(dict(filters.metadata)))
+        if any(isinstance(value, str) and "\x00" in value for _, value in filters.metadata):
+            conditions.append("false")  # stored metadata (jsonb) cannot hold NUL: nothing matches
+        else:
+            # jsonb containment compares JSON types (true is not 1) and numbers by value (2021 = 2021.0).
+            conditions.append(
+                "EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND d.metadata @> %s::jsonb)"
+            )
+            params.append(json.dumps(dict(filters.metadata)))
     return "".join(f" AND {condition}" for condition in conditions), params
 
 

@@ -923,8 +923,8 @@ def _filter_sql(tenant: str, filters: SearchFilter) -> tuple[str, list[Any]]:
 
 def _metadata_condition(key: str, value: Any) -> tuple[str, list[Any]]:
     """Equality on one metadata field; JSON types are compared too, so True never equals 1."""
-    if not key or '"' in key:
-        raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and contain no double quote")
+    if not key or '"' in key or "\x00" in key:
+        raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and contain no double quote or NUL")
     path = f'$."{key}"'
     if isinstance(value, bool):
         return "json_type(d.metadata, ?) = ?", [path, "true" if value else "false"]
