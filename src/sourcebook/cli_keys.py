@@ -24,13 +24,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document o
 
 
 @contextmanager
-def _keys() -> Iterator[KeyStore]:
+def _keys() -> Iterator[tuple[KeyStore, str]]:
+    """The key store of the knowledge base the global options name, and that base's tenant."""
     from .cli import _open
 
     with _open() as kb:
         store = key_store_for(kb.store)
         try:
-            yield store
+            yield store, kb.tenant
         finally:
             store.close()
 
@@ -41,7 +42,9 @@ def _grants(key: ApiKey) -> str:
 
 @keys_app.command("create")
 def create(
-    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant whose documents the key reaches.")] = "default",
+    tenant: Annotated[
+        Optional[str], typer.Option("--tenant", "-t", help="Tenant whose documents the key reaches (else the global --tenant).")
+    ] = None,
     role: Annotated[str, typer.Option("--role", "-r", help="read, write or admin.")] = Role.READ.value,
     collection: Annotated[
         Optional[list[str]], typer.Option("--collection", "-c", help="Collection the role applies to (repeat; default: all).")
@@ -52,8 +55,8 @@ def create(
     """Create a key and print its secret (shown this once only)."""
     from .cli import _emit_json, _errors
 
-    with _errors(as_json), _keys() as store:
-        created = store.create(name, tenant, make_grants(role, tuple(collection or ())))
+    with _errors(as_json), _keys() as (store, default_tenant):
+        created = store.create(name, tenant or default_tenant, make_grants(role, tuple(collection or ())))
     if as_json:
         _emit_json({"key": created.key.to_dict(), "secret": created.secret})
         return
@@ -73,7 +76,7 @@ def list_keys(
     """List keys (never their secrets)."""
     from .cli import _emit_json, _errors
 
-    with _errors(as_json), _keys() as store:
+    with _errors(as_json), _keys() as (store, _):
         keys = store.list(tenant, include_revoked=show_revoked)
     if as_json:
         _emit_json({"keys": [key.to_dict() for key in keys]})
@@ -92,7 +95,7 @@ def revoke(
     """Revoke a key: requests with it are refused from now on."""
     from .cli import _emit_json, _errors
 
-    with _errors(as_json), _keys() as store:
+    with _errors(as_json), _keys() as (store, _):
         revoked = store.revoke(key)
     if as_json:
         _emit_json({"revoked": revoked.to_dict()})

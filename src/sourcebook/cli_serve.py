@@ -42,7 +42,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0: any free one).")] = 8000,
     db: Annotated[Optional[str], typer.Option("--db", help="Knowledge base to serve (else the global --db).")] = None,
     no_auth: Annotated[
-        bool, typer.Option("--no-auth", help="No API keys: everyone is an admin of the default tenant. Loopback only.")
+        bool, typer.Option("--no-auth", help="No API keys: everyone is an admin of the served tenant. Loopback only.")
     ] = False,
     cors_origin: Annotated[
         Optional[list[str]], typer.Option("--cors-origin", help="Browser origin allowed to call the API (repeat).")
@@ -57,7 +57,6 @@ def serve(
         from .server.observability import configure_logging
     except ImportError as exc:
         raise typer.BadParameter(f"the HTTP service needs its extra: pip install 'sourcebook[server]' ({exc})") from exc
-    from .apikeys import key_store_for
     from .cli import _State, _errors, _open
 
     if no_auth and not _is_loopback(host):
@@ -72,17 +71,15 @@ def serve(
     settings = ServerSettings(**overrides)  # type: ignore[arg-type]
     configure_logging(settings.log_json)
     with _errors(False), _open() as kb:
-        keys = key_store_for(kb.store) if settings.auth else None
+        app = create_app(kb, settings)
         kb.embedder.embed_query("warm up")  # load the model now, not in the first request
         sock = bind(host, port)
         actual_host, actual_port = sock.getsockname()[:2]
         shown = f"[{actual_host}]" if ":" in actual_host else actual_host
-        print(f"Sourcebook serving {kb.settings.db} on http://{shown}:{actual_port}"
-              f"{' without authentication' if keys is None else ''}", file=sys.stderr, flush=True)
-        server = uvicorn.Server(uvicorn.Config(create_app(kb, settings, keys), log_config=None, access_log=False))
+        print(f"Sourcebook serving {kb.settings.db} (tenant {kb.tenant}) on http://{shown}:{actual_port}"
+              f"{'' if settings.auth else ' without authentication'}", file=sys.stderr, flush=True)
+        server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
         try:
             server.run(sockets=[sock])
         finally:
-            if keys is not None:
-                keys.close()
             sock.close()

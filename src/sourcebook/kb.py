@@ -20,8 +20,8 @@ from .embedders.base import Embedder
 from .enrichment import ContextualEnricher
 from .errors import ChatSessionNotFoundError, ConfigurationError, DocumentNotFoundError, InvalidQueryError
 from .generators import Generator, Message, create_llm
-from .loaders import RawSource
 from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
+from .loaders import RawSource
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings

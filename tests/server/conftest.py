@@ -31,7 +31,7 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sourcebook import Settings
+from sourcebook.apikeys import make_grants
 from tests.server.conftest import ApiFactory, sse_events, wait_ready
 
 HANDBOOK = Path(__file__).resolve().parents[2] / "examples" / "docs" / "employee-handbook.md"
@@ -309,10 +310,12 @@ def test_request_ids_metrics_and_health(make_api: ApiFactory) -> None:
 
 
 def test_without_auth_everyone_is_a_local_admin(make_api: ApiFactory) -> None:
-    api = make_api(auth=False)
+    api = make_api(auth=False, settings=Settings(tenant="acme"))  # `sourcebook --tenant acme serve --no-auth`
     with api.client() as client:
         assert client.post("/v1/collections", json={"name": "notes"}).status_code == 201
         assert client.get("/healthz").json()["auth"] is False
+    assert [c.name for c in api.kb.collections()] == ["notes"]
+    assert api.kb.for_tenant("default").collections() == []
 
 
 def test_openapi_documents_models_and_errors(make_api: ApiFactory) -> None:
@@ -326,3 +329,44 @@ def test_openapi_documents_models_and_errors(make_api: ApiFactory) -> None:
     upload_responses = schema["paths"]["/v1/documents"]["post"]["responses"]
     assert "202" in upload_responses and "413" in upload_responses
     assert "text/event-stream" in schema["paths"]["/v1/ask/stream"]["post"]["responses"]["200"]["content"]
+
+
+def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> None:
+    import httpx
+
+    from sourcebook import KnowledgeBase
+    from sourcebook.server import ServerSettings, create_app
+    from sourcebook.server.app import default_upload_dir
+    from sourcebook.server.ingestion import UploadStore
+    from sourcebook.stores.sqlite_keys import SQLiteKeyStore
+    from tests.server.conftest import LiveServer
+
+    db = str(tmp_path / "kb.db")
+    with KnowledgeBase.open(db) as kb:
+        keys = SQLiteKeyStore(db)
+        secret = keys.create("acme", "acme", make_grants("read")).secret
+        # what a server stopped mid-queue leaves behind: rows pending, their uploaded bytes saved
+        acme = kb.for_tenant("acme")
+        upload_id = acme.enqueue("lunch.md", "notes").id
+        UploadStore(default_upload_dir(kb)).save("acme", upload_id, NOTE)
+        lost_id = acme.enqueue("lost.md", "notes").id  # its bytes are gone too
+        with LiveServer(create_app(kb, ServerSettings(log_json=False), keys)) as server, \
+                httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {secret}"}, timeout=60) as client:
+            uploaded, lost = wait_ready(client, [upload_id, lost_id])
+        keys.close()
+    assert uploaded["status"] == "ready" and uploaded["chunk_count"] == 1
+    assert lost["status"] == "error" and "lost.md" in lost["error"]
+
+
+def test_cors_allows_only_the_configured_origins(make_api: ApiFactory) -> None:
+    api = make_api(cors_origins=["https://kb.example.org"])
+    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
+    with api.client() as client:
+        allowed = client.options("/v1/search", headers={"Origin": "https://kb.example.org", **preflight})
+        assert allowed.status_code == 200
+        assert allowed.headers["access-control-allow-origin"] == "https://kb.example.org"
+        assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+        refused = client.options("/v1/search", headers={"Origin": "https://evil.example.com", **preflight})
+        assert "access-control-allow-origin" not in refused.headers
+        simple = client.get("/healthz", headers={"Origin": "https://kb.example.org"})
+        assert "x-request-id" in simple.headers["access-control-expose-headers"].lower()

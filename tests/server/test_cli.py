@@ -44,6 +44,8 @@ def test_keys_create_list_revoke(tmp_path: Path) -> None:
     assert error["error"]["code"] == "api_key_not_found"
     assert json.loads(run("--db", db, "keys", "create", "--role", "owner", "--json", ok=False))["error"]["code"] == "invalid_grant"
     assert json.loads(run("--db", db, "keys", "create", "-t", "Bad Name", "--json", ok=False))["error"]["code"] == "invalid_tenant"
+    from_global = json.loads(run("--db", db, "--tenant", "globex", "keys", "create", "--json"))["key"]
+    assert from_global["tenant"] == "globex"
 
 
 def test_no_auth_refuses_a_public_address(tmp_path: Path) -> None:

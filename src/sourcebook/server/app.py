@@ -16,9 +16,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..apikeys import KeyStore
+from ..apikeys import KeyStore, key_store_for
 from ..errors import SourcebookError
 from ..kb import KnowledgeBase
 from .config import ServerSettings
@@ -90,9 +91,15 @@ def create_app(
     keys: KeyStore | None = None,
     queue: IngestQueue | None = None,
 ) -> FastAPI:
-    """The app over `kb`. `keys` None serves without authentication (everyone is an admin of the
-    default tenant: for local use only). `queue` None runs ingestion in a thread of this process."""
+    """The app over `kb`. With `settings.auth` (the default) callers need a key of `keys`, by default
+    the key store in the knowledge base's own database; without it everyone is an admin of the
+    knowledge base's tenant (for local use only). `queue` None runs ingestion in a thread here."""
     settings = settings or ServerSettings()
+    owned_keys = keys is None and settings.auth
+    if not settings.auth:
+        keys = None
+    elif keys is None:
+        keys = key_store_for(kb.store)
     metrics = Metrics()
     uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
 
@@ -107,10 +114,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.queue.start()
+        if queue is None:
+            resumed = await run_in_threadpool(service.resume_ingestion)
+            if resumed:
+                logger.info("queued %d documents left unfinished by the previous run", resumed)
         try:
             yield
         finally:
             service.queue.stop()
+            if owned_keys and service.keys is not None:
+                service.keys.close()
 
     app = FastAPI(
         title="Sourcebook",

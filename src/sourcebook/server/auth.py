@@ -18,11 +18,11 @@ from ..tenants import DEFAULT_TENANT
 from .errors import ForbiddenError, RateLimitedError, UnauthorizedError
 from .ratelimit import RateLimiter, retry_after_header
 
-LOCAL_KEY = ApiKey(
-    id="local", prefix="", name="no-auth (loopback)", tenant=DEFAULT_TENANT,
-    grants={ALL_COLLECTIONS: Role.ADMIN}, created_at="",
-)
-"""Who every caller is under `--no-auth`: an admin of the default tenant."""
+
+def local_key(tenant: str = DEFAULT_TENANT) -> ApiKey:
+    """Who every caller is under `--no-auth`: an admin of the served knowledge base's tenant."""
+    return ApiKey(id="local", prefix="", name="no-auth (loopback)", tenant=tenant,
+                  grants={ALL_COLLECTIONS: Role.ADMIN}, created_at="")
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,14 @@ def bearer_secret(request: Request) -> str | None:
     return request.headers.get("x-api-key") or None
 
 
-def authenticate(request: Request, keys: KeyStore | None, limiter: RateLimiter) -> Principal:
-    """The request's principal, after its rate limit; 401 without a live key, 429 over the limit."""
+def authenticate(
+    request: Request, keys: KeyStore | None, limiter: RateLimiter, local_tenant: str = DEFAULT_TENANT
+) -> Principal:
+    """The request's principal, after its rate limit; 401 without a live key, 429 over the limit.
+    Without a key store (`--no-auth`) every caller is an admin of `local_tenant`."""
     if keys is None:
         client = request.client.host if request.client else "local"
-        principal = Principal(LOCAL_KEY, f"client:{client}")
+        principal = Principal(local_key(local_tenant), f"client:{client}")
     else:
         secret = bearer_secret(request)
         if secret is None:

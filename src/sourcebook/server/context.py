@@ -10,10 +10,11 @@ from fastapi import Depends, Request
 
 from ..apikeys import KeyStore
 from ..kb import KnowledgeBase
+from ..models import DocumentStatus
 from .auth import Principal, authenticate
 from .config import ServerSettings
 from .errors import RateLimitedError
-from .ingestion import IngestQueue, UploadStore
+from .ingestion import IngestItem, IngestJob, IngestQueue, UploadStore
 from .metrics import Metrics
 from .ratelimit import RateLimiter
 
@@ -40,6 +41,24 @@ class Service:
             return self._tenants[tenant]
 
 
+    def resume_ingestion(self) -> int:
+        """Queue again what a previous run left pending or processing (its queue lived in its memory).
+
+        Only right when this process owns the queue (the in-process thread): with a shared,
+        persistent queue the jobs are still in it. Returns how many documents were queued."""
+        tenants = {self.kb.tenant} | ({key.tenant for key in self.keys.list()} if self.keys else set())
+        count = 0
+        for tenant in sorted(tenants):
+            kb = self.kb_for(tenant)
+            for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING):
+                for record in kb.documents(status=status):
+                    uploaded = self.uploads.path(tenant, record.id).exists()
+                    item = IngestItem(record.id, record.source, uploaded, record.media_type or None)
+                    self.queue.submit(IngestJob(tenant, record.collection, (item,), record.metadata))
+                    count += 1
+        return count
+
+
 @dataclass(frozen=True)
 class Call:
     """One authenticated request: who calls, and the knowledge base of their tenant."""
@@ -56,7 +75,7 @@ def get_service(request: Request) -> Service:
 def get_call(request: Request) -> Call:
     service = get_service(request)
     try:
-        principal = authenticate(request, service.keys, service.limiter)
+        principal = authenticate(request, service.keys, service.limiter, service.kb.tenant)
     except RateLimitedError:
         service.metrics.rate_limited.inc()
         raise

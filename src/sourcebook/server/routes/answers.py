@@ -16,7 +16,17 @@ from ...errors import SourcebookError
 from ...kb import KnowledgeBase
 from ..context import Call, CallDep
 from ..errors import LLMNotConfiguredError, status_of
-from ..schemas import Answer, AskRequest, SearchRequest, SearchResponse, TokenEvent, component, error_responses, event_stream, inline
+from ..schemas import (
+    Answer,
+    AskRequest,
+    SearchRequest,
+    SearchResponse,
+    TokenEvent,
+    component,
+    error_responses,
+    event_stream,
+    inline,
+)
 
 router = APIRouter(prefix="/v1", tags=["search and answers"])
 ANSWER_EVENTS = {"token": inline(TokenEvent), "answer": component("Answer"), "error": component("ErrorBody")}

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Response, status
 
 from ...apikeys import Role
 from ..context import CallDep
-from .answers import check_answer_mode
 from ..schemas import (
     Answer,
     ChatHistory,
@@ -21,6 +20,7 @@ from ..schemas import (
     ChatSessionList,
     error_responses,
 )
+from .answers import check_answer_mode
 
 router = APIRouter(prefix="/v1/chat/sessions", tags=["chat"])
 
