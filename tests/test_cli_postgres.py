@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sourcebook import KnowledgeBase
+from sourcebook.stores.postgres_schema import SCHEMA_VERSION
 from tests.test_cli import check_hit, run
 
 QUESTION = "How many days of paid holiday does a full-time employee get?"
@@ -38,6 +39,8 @@ def test_every_everyday_command_runs_on_postgres(pg: str, example_docs: Path) ->
     run("--db", pg, "remove", documents[0]["id"])
     assert len(json.loads(run("--db", pg, "list", "--json"))["documents"]) == 8
     assert json.loads(run("--db", pg, "migrate", "--json"))["applied"] == []
+    run("--db", pg, "keys", "create", "--tenant", "acme", "--name", "ci")
+    assert "acme" in run("--db", pg, "keys", "list")
 
 
 def test_tenants_on_postgres_through_the_cli(pg: str) -> None:
@@ -46,8 +49,6 @@ def test_tenants_on_postgres_through_the_cli(pg: str) -> None:
 
 
 def test_migrate_brings_a_new_database_up_to_date(fresh_postgres_dsn: str, tmp_path: Path) -> None:
-    from sourcebook.stores.postgres_schema import SCHEMA_VERSION
-
     applied = json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"]
     assert applied == list(range(1, SCHEMA_VERSION + 1))
     assert json.loads(run("--db", fresh_postgres_dsn, "migrate", "--json"))["applied"] == []
@@ -96,3 +97,14 @@ def test_copy_round_trip_sqlite_postgres_sqlite_keeps_search_results(
             strip(d) for d in b.for_tenant("acme").documents()]
     only_acme = json.loads(run("copy", original, str(tmp_path / "acme.db"), "--tenant", "acme", "--json"))
     assert only_acme["tenants"] == ["acme"] and only_acme["documents_copied"] == 1
+
+
+def test_postgres_start_prints_a_working_dsn_and_stop_stops_it(tmp_path: Path) -> None:
+    directory = tmp_path / "pg"
+    dsn = json.loads(run("postgres", "start", str(directory), "--json"))["dsn"]
+    try:
+        assert json.loads(run("--db", dsn, "migrate", "--json"))["applied"] == list(range(1, SCHEMA_VERSION + 1))
+        assert json.loads(run("postgres", "start", str(directory), "--json"))["dsn"] == dsn  # already running
+    finally:
+        assert "stopped" in run("postgres", "stop", str(directory))
+    assert "no server was running" in run("postgres", "stop", str(directory))

@@ -166,6 +166,12 @@ def _register_builtin() -> None:
     from .stores.sqlite_keys import SQLiteKeyStore
 
     register_key_store(SQLiteStore, lambda store: SQLiteKeyStore(store.path))  # type: ignore[attr-defined]
+    try:
+        from .stores.postgres import PostgresStore
+        from .stores.postgres_keys import PostgresKeyStore
+    except ImportError:  # the optional 'postgres' extra is not installed
+        return
+    register_key_store(PostgresStore, PostgresKeyStore)
 
 
 _register_builtin()

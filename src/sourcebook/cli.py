@@ -27,10 +27,10 @@ from .chunking import make_prefix
 from .cli_eval import eval_app
 from .cli_keys import keys_app
 from .cli_serve import serve
+from .cli_store import copy, migrate, postgres_app
 from .cli_mcp import mcp_command
 from .cli_graph import build_after_add, graph_app, print_build
 from .cli_jobs import worker
-from .cli_store import copy, migrate, postgres_app
 from .errors import SourcebookError
 from .ingest import IngestEvent
 from .kb import DEFAULT_COLLECTION, KnowledgeBase

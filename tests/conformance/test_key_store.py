@@ -1,13 +1,12 @@
 """The `KeyStore` contract (API keys of the HTTP service), run against every implementation.
 
 To add one, append a `pytest.param(factory, id=...)` to KEY_STORE_FACTORIES: a factory takes
-pytest's `tmp_path` and returns a fresh, empty key store.
+the fixture request (for `tmp_path` or a fresh database) and returns a fresh, empty key store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,17 +20,23 @@ from sourcebook.apikeys import (
     make_grants,
 )
 from sourcebook.errors import InvalidTenantError
+from sourcebook.stores.postgres import PostgresStore
+from sourcebook.stores.postgres_keys import PostgresKeyStore
 from sourcebook.stores.sqlite_keys import SQLiteKeyStore
 
 KEY_STORE_FACTORIES = [
-    pytest.param(lambda tmp_path: SQLiteKeyStore(str(tmp_path / "keys.db")), id="sqlite"),
+    pytest.param(lambda request: SQLiteKeyStore(str(request.getfixturevalue("tmp_path") / "keys.db")), id="sqlite"),
+    pytest.param(
+        lambda request: PostgresKeyStore(PostgresStore(request.getfixturevalue("migrated_postgres_dsn")), close_store=True),
+        id="postgres",
+    ),
 ]
 
 
 @pytest.fixture(params=KEY_STORE_FACTORIES)
-def keys(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KeyStore]:
-    factory: Callable[[Path], KeyStore] = request.param
-    store = factory(tmp_path)
+def keys(request: pytest.FixtureRequest) -> Iterator[KeyStore]:
+    factory: Callable[[pytest.FixtureRequest], KeyStore] = request.param
+    store = factory(request)
     yield store
     store.close()
 

@@ -16,6 +16,7 @@ from sourcebook.errors import (
     CollectionNotFoundError,
     DocumentNotFoundError,
     EmbeddingModelMismatchError,
+    InvalidQueryError,
     StoreError,
 )
 from sourcebook.models import (
@@ -448,3 +449,15 @@ def test_tenants_lists_every_tenant_with_rows(store: Store) -> None:
     store.for_tenant("acme").ensure_collection("docs", MODEL, DIM)
     store.for_tenant("globex").create_chat_session("s", "t")
     assert store.tenants() == ["acme", "default", "globex"]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector"])
+@pytest.mark.parametrize("metadata", [{"\x00key": 1}, {"": 1}, {"key": [1]}])
+def test_unusable_metadata_filters_are_invalid_queries(filtered: Store, mode: str, metadata: dict) -> None:
+    with pytest.raises(InvalidQueryError):
+        search(filtered, mode, SearchFilter.build(metadata=metadata))
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector"])
+def test_a_metadata_value_with_nul_matches_nothing(filtered: Store, mode: str) -> None:
+    assert search(filtered, mode, SearchFilter.build(metadata={"lang": "en\x00"})) == []

@@ -87,12 +87,12 @@ def query_dimension_mismatch(collection: str, expected: int, got: int) -> Invali
     )
 
 
+def collection_not_found(name: str) -> CollectionNotFoundError:
+    return CollectionNotFoundError(f"no collection named {name!r}; list them with `sourcebook status`")
+
+
 def missing_collection(collection: str) -> StoreError:
     return StoreError(f"collection {collection!r} does not exist; create it with ensure_collection first")
-
-
-def no_collection(name: str) -> CollectionNotFoundError:
-    return CollectionNotFoundError(f"no collection named {name!r}; list them with `sourcebook status`")
 
 
 def source_taken(source: str, collection: str, document_id: str) -> StoreError:

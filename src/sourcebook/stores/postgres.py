@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -47,10 +48,10 @@ from .common import (
     check_k,
     check_vector_dimension,
     chunk_id,
+    collection_not_found,
     indexed_text,
     missing_collection,
     model_mismatch,
-    no_collection,
     no_session,
     not_found,
     now,
@@ -180,6 +181,16 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise StoreError(f"Postgres store {self._where}: {exc}") from exc
 
+    @contextmanager
+    def unscoped_transaction(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection in a transaction with no tenant set: it sees no tenant's rows,
+        only the global tables (API keys, which say what tenant a request is)."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise StoreError(f"Postgres store {self._where}: {exc}") from exc
+
     def _read(self) -> Any:
         return self.transaction(pipeline=True)
 
@@ -222,6 +233,18 @@ class PostgresStore:
                    GROUP BY c.name, c.embedding_model, c.dimension ORDER BY c.name COLLATE "C" """
             ).fetchall()
         return [CollectionInfo(*row) for row in rows]
+
+    def delete_collection(self, name: str) -> None:
+        """The collection, its documents (their chunks, vectors and postings by ON DELETE CASCADE)
+        and their graph rows, in one transaction."""
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM collections WHERE name = %s", (name,)).fetchone() is None:
+                raise collection_not_found(name)
+            execute = postgres_graph.execute_on(conn)
+            for (document_id,) in conn.execute("SELECT id FROM documents WHERE collection = %s", (name,)).fetchall():
+                graph_sql.forget_document(execute, document_id)
+            conn.execute("DELETE FROM documents WHERE collection = %s", (name,))
+            conn.execute("DELETE FROM collections WHERE name = %s", (name,))
 
     # Documents -----------------------------------------------------------
     def get_document(self, document_id: str) -> DocumentRecord | None:
@@ -323,17 +346,6 @@ class PostgresStore:
                           title = %s, updated_at = %s WHERE id = %s""",
                 (len(chunks), content_hash, title, now(), document_id),
             )
-
-    def delete_collection(self, name: str) -> None:
-        """The collection, its documents (their chunks by cascade) and their graph rows, in one transaction."""
-        with self.transaction() as conn:
-            if conn.execute("SELECT 1 FROM collections WHERE name = %s", (name,)).fetchone() is None:
-                raise no_collection(name)
-            execute = postgres_graph.execute_on(conn)
-            for (document_id,) in conn.execute("SELECT id FROM documents WHERE collection = %s", (name,)).fetchall():
-                graph_sql.forget_document(execute, document_id)
-            conn.execute("DELETE FROM documents WHERE collection = %s", (name,))
-            conn.execute("DELETE FROM collections WHERE name = %s", (name,))
 
     def delete_document(self, document_id: str) -> None:
         """Chunks go by ON DELETE CASCADE, in the same statement's transaction."""
@@ -633,7 +645,8 @@ def _copy_chunks(
     vectors: np.ndarray,
 ) -> None:
     """Binary COPY of the chunk rows (vectors included) and their BM25 postings into the
-    session's staging tables, then one INSERT ... SELECT each under the tenant's policies."""
+    session's staging tables, then one INSERT ... SELECT each under the tenant's policies
+    (ON COMMIT DELETE ROWS empties the staging tables; a rollback discards their rows)."""
     names = ", ".join(name for name, _ in _COPY_COLUMNS)
     dimension = vectors.shape[1]
     analysed = {c.position: term_counts(indexed_text(title, c.heading_path, c.text)) for c in chunks}
@@ -648,7 +661,6 @@ def _copy_chunks(
                     dimension, vectors[i], analysed[c.position][1],
                 ))
         cursor.execute(f"INSERT INTO chunks ({names}) SELECT {names} FROM chunk_staging")
-        cursor.execute("TRUNCATE chunk_staging")
         term_names = ", ".join(name for name, _ in _TERM_COPY_COLUMNS)
         with cursor.copy(f"COPY term_staging ({term_names}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([kind for _, kind in _TERM_COPY_COLUMNS])
@@ -661,7 +673,6 @@ def _copy_chunks(
                JOIN chunks c ON c.document_id = %s AND c.position = s.position""",
             (document_id,),
         )
-        cursor.execute("TRUNCATE term_staging")
 
 
 def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
@@ -676,15 +687,20 @@ def filter_sql(filters: SearchFilter) -> tuple[str, list[Any]]:
         params.append(list(filters.document_ids))
     if filters.metadata:
         for key, value in filters.metadata:
-            if not key or isinstance(value, (dict, list)) or not isinstance(value, (str, int, float, bool)):
+            if not key or "\x00" in key:
+                raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and hold no NUL character")
+            if not isinstance(value, (str, int, float, bool)) or (isinstance(value, float) and not math.isfinite(value)):
                 raise InvalidQueryError(
-                    f"metadata filter {key!r} has a {type(value).__name__} value; use a string, number or boolean"
+                    f"metadata filter {key!r} has a {type(value).__name__} value; use a string, finite number or boolean"
                 )
-        # jsonb containment compares JSON types (true is not 1) and numbers by value (2021 = 2021.0).
-        conditions.append(
-            "EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND d.metadata @> %s::jsonb)"
-        )
-        params.append(json.dumps(dict(filters.metadata)))
+        if any(isinstance(value, str) and "\x00" in value for _, value in filters.metadata):
+            conditions.append("false")  # stored metadata (jsonb) cannot hold NUL: nothing matches
+        else:
+            # jsonb containment compares JSON types (true is not 1) and numbers by value (2021 = 2021.0).
+            conditions.append(
+                "EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND d.metadata @> %s::jsonb)"
+            )
+            params.append(json.dumps(dict(filters.metadata)))
     return "".join(f" AND {condition}" for condition in conditions), params
 
 

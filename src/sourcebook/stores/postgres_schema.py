@@ -212,6 +212,23 @@ MIGRATIONS += (
         ),
     ),
 )
+MIGRATIONS += (
+    (
+        "API keys of the HTTP service (global: a key is what tells which tenant a request is)",
+        (
+            """CREATE TABLE api_keys (
+                id text PRIMARY KEY,
+                prefix text NOT NULL,
+                secret_hash text NOT NULL UNIQUE,
+                name text NOT NULL,
+                tenant text NOT NULL,
+                grants jsonb NOT NULL,
+                created_at timestamptz NOT NULL,
+                revoked_at timestamptz)""",
+            "CREATE INDEX api_keys_prefix ON api_keys (prefix)",
+        ),
+    ),
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -273,7 +290,7 @@ def restricted_role(conn: psycopg.Connection) -> str | None:
         return None
     granted = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) "
-        "AND has_table_privilege(%s, 'graph_extractions', 'SELECT, INSERT, UPDATE, DELETE')",
+        "AND has_table_privilege(%s, 'api_keys', 'SELECT, INSERT, UPDATE, DELETE')",
         (RLS_ROLE, RLS_ROLE),
     ).fetchone()[0]  # type: ignore[index]
     if not granted:
@@ -286,7 +303,7 @@ def restricted_role(conn: psycopg.Connection) -> str | None:
             ).format(role))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
             conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
-                sql.SQL(", ").join(map(sql.Identifier, TENANT_TABLES + GRAPH_TABLES)), role))
+                sql.SQL(", ").join(map(sql.Identifier, (*TENANT_TABLES, *GRAPH_TABLES, "api_keys"))), role))
             conn.execute(sql.SQL("GRANT SELECT ON schema_migrations TO {}").format(role))
     return RLS_ROLE
 

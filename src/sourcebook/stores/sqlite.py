@@ -39,10 +39,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..errors import (
-    InvalidQueryError,
-    StoreError,
-)
+from ..errors import InvalidQueryError, StoreError
 from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import (
     Chunk,
@@ -57,7 +54,8 @@ from . import graph_sql, sqlite_graph
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from .common import check_chunks_and_vectors as _check_chunks_and_vectors
 from .common import check_k as _check_k
-from .common import check_vector_dimension, chunk_id, missing_collection, model_mismatch, no_collection, query_dimension_mismatch
+from .common import check_vector_dimension, chunk_id, collection_not_found, missing_collection, model_mismatch
+from .common import query_dimension_mismatch
 from .common import indexed_text as _indexed_text
 from .common import no_session as _no_session
 from .common import not_found as _not_found
@@ -385,7 +383,7 @@ class SQLiteStore:
         with self._write() as conn:
             key = (self.tenant, name)
             if conn.execute("SELECT 1 FROM collections WHERE tenant = ? AND name = ?", key).fetchone() is None:
-                raise no_collection(name)
+                raise collection_not_found(name)
             documents = conn.execute("SELECT id FROM documents WHERE tenant = ? AND collection = ?", key).fetchall()
             for (document_id,) in documents:
                 graph_sql.forget_document(conn.execute, document_id)
@@ -985,8 +983,8 @@ def _filter_sql(tenant: str, filters: SearchFilter) -> tuple[str, list[Any]]:
 
 def _metadata_condition(key: str, value: Any) -> tuple[str, list[Any]]:
     """Equality on one metadata field; JSON types are compared too, so True never equals 1."""
-    if not key or '"' in key:
-        raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and contain no double quote")
+    if not key or '"' in key or "\x00" in key:
+        raise InvalidQueryError(f"metadata filter key {key!r} must be non-empty and contain no double quote or NUL")
     path = f'$."{key}"'
     if isinstance(value, bool):
         return "json_type(d.metadata, ?) = ?", [path, "true" if value else "false"]
