@@ -8,11 +8,12 @@ default tenant, so it refuses any address but loopback.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import sys
 from typing import Annotated, Optional
 
 import typer
+
+from .sockets import listening_socket
 
 LOOPBACK_HOSTS = ("localhost",)
 
@@ -24,17 +25,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on host:port (port 0: any free port)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def serve(
@@ -73,7 +63,7 @@ def serve(
     with _errors(False), _open() as kb:
         app = create_app(kb, settings)
         kb.embedder.embed_query("warm up")  # load the model now, not in the first request
-        sock = bind(host, port)
+        sock = listening_socket(host, port)
         actual_host, actual_port = sock.getsockname()[:2]
         shown = f"[{actual_host}]" if ":" in actual_host else actual_host
         print(f"Sourcebook serving {kb.settings.db} (tenant {kb.tenant}) on http://{shown}:{actual_port}"

@@ -14,7 +14,6 @@ sessions are thread-safe).
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -25,6 +24,7 @@ from mcp_types import ToolAnnotations
 
 from .errors import DocumentNotFoundError, SourcebookError
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
+from .sockets import listening_socket
 
 INSTRUCTIONS = """\
 Sourcebook is a knowledge base of the user's documents. Use `search` to find passages
@@ -170,9 +170,7 @@ def run_http(server: MCPServer, host: str = "127.0.0.1", port: int = 8765, path:
     import anyio
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = listening_socket(host, port)
     bound_port = sock.getsockname()[1]
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

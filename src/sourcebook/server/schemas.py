@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from ..models import DocumentStatus
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+# A question, query or chat message: something other than whitespace (blank text is a 400, so the
+# schema says so and the fuzz run never sends it as valid).
+UserText = Annotated[str, Field(min_length=1, max_length=4000, pattern=r"\S", description="at least one non-blank character")]
 CollectionName = Annotated[str, Field(pattern=NAME_PATTERN, description="letters, digits, '_', '.', '-'; at most 64")]
 
 
@@ -115,7 +118,7 @@ Scope = CollectionName | Annotated[list[CollectionName], Field(max_length=100)] 
 
 
 class SearchRequest(Strict):
-    query: str = Field(min_length=1, max_length=4000)
+    query: UserText
     top_k: int | None = Field(None, ge=1, le=100)
     mode: Literal["keyword", "vector", "hybrid"] | None = None
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
@@ -152,7 +155,7 @@ class SearchResponse(BaseModel):
 
 # Answers -------------------------------------------------------------------------------------
 class AskRequest(Strict):
-    question: str = Field(min_length=1, max_length=4000)
+    question: UserText
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
     document_ids: list[str] | None = Field(None, max_length=1000)
     metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
@@ -211,7 +214,7 @@ class ChatSessionList(BaseModel):
 
 
 class ChatMessageCreate(Strict):
-    content: str = Field(min_length=1, max_length=4000)
+    content: UserText
     collection: Scope = None
     mode: Literal["retrieval", "full-context", "auto"] | None = None
 
