@@ -30,7 +30,7 @@ from .limits import BodyLimitMiddleware
 from .metrics import Metrics
 from .observability import ObservabilityMiddleware
 from .ratelimit import RateLimiter
-from .routes import answers, chat, chat_stream, collections, documents, system, web
+from .routes import answers, chat, chat_stream, collections, documents, graph, system, web
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def create_app(
     )
     app.state.service = service
     _install_error_handlers(app)
-    for router in (collections.router, documents.router, answers.router, chat.router, system.router):
+    for router in (collections.router, documents.router, answers.router, chat.router, graph.router, system.router):
         app.include_router(router)
     app.include_router(chat_stream.router)
     web.install(app)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -13,7 +15,7 @@ from ..kb import KnowledgeBase
 from ..models import DocumentStatus
 from .auth import Principal, authenticate
 from .config import ServerSettings
-from .errors import RateLimitedError
+from .errors import ConflictError, RateLimitedError
 from .ingestion import IngestItem, IngestJob, IngestQueue, UploadStore
 from .metrics import Metrics
 from .ratelimit import RateLimiter
@@ -32,6 +34,7 @@ class Service:
     limiter: RateLimiter
     _tenants: dict[str, KnowledgeBase] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _graph_builds: set[str] = field(default_factory=set)
 
     def kb_for(self, tenant: str) -> KnowledgeBase:
         """The knowledge base scoped to `tenant` (one view per tenant, sharing model and database)."""
@@ -40,6 +43,18 @@ class Service:
                 self._tenants[tenant] = self.kb if tenant == self.kb.tenant else self.kb.for_tenant(tenant)
             return self._tenants[tenant]
 
+    @contextmanager
+    def graph_build(self, tenant: str) -> Iterator[None]:
+        """Hold `tenant`'s one graph build slot; ConflictError (409) while another build runs."""
+        with self._lock:
+            if tenant in self._graph_builds:
+                raise ConflictError("a graph build is already running for this tenant; try again when it ends")
+            self._graph_builds.add(tenant)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._graph_builds.discard(tenant)
 
     def resume_ingestion(self) -> int:
         """Queue again what a previous run left pending or processing (its queue lived in its memory).

@@ -13,6 +13,7 @@ from ..errors import (
     ConfigurationError,
     DocumentNotFoundError,
     EmbeddingModelMismatchError,
+    EntityNotFoundError,
     FileTooLargeError,
     GeneratorError,
     InvalidQueryError,
@@ -83,6 +84,7 @@ _STATUS: tuple[tuple[type[SourcebookError], int], ...] = (
     (DocumentNotFoundError, 404),
     (ChatSessionNotFoundError, 404),
     (CollectionNotFoundError, 404),
+    (EntityNotFoundError, 404),
     (InvalidTenantError, 400),
     (FileTooLargeError, 413),
     (LoaderError, 422),  # the caller's file or URL: unsupported, empty, unreachable, blocked
@@ -108,9 +110,9 @@ ERROR_DESCRIPTIONS = {
     400: "Bad input the schema cannot express (an empty query, a bad tenant name)",
     401: "No API key, or an unknown or revoked one",
     403: "The API key's role does not cover this collection or action",
-    404: "No such document, collection or chat session",
+    404: "No such document, collection, chat session or graph entity",
     409: "Conflict with the server's state: the collection exists or was indexed with another embedding "
-         "model, or the request needs an LLM the server does not have",
+         "model, the request needs an LLM the server does not have, or a graph build is running",
     413: "The request or upload is larger than the server allows",
     422: "The request does not match the schema, or a document cannot be read",
     429: "Too many requests for this API key; retry after the Retry-After header's seconds",

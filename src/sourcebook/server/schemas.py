@@ -236,6 +236,120 @@ class ChatReply(BaseModel):
     answer: Answer
 
 
+# Knowledge graph ---------------------------------------------------------------------------
+# Names and filters reach SQL as parameters; control characters are refused (Postgres cannot store NUL).
+GraphText = Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f]*$")]
+
+
+class GraphNode(BaseModel):
+    id: str = Field(description="the entity's key (its name normalised: case, plural, article)")
+    name: str
+    type: str
+    summary: str
+    mentions: int = Field(description="how many times its chunks name it")
+    documents: int
+    aliases: list[str]
+
+
+class GraphEdge(BaseModel):
+    source: str = Field(description="a node id")
+    target: str = Field(description="a node id")
+    relation: str
+    weight: float
+    chunk_ids: list[str] = Field(description="the chunks that support the relation")
+
+
+class GraphStats(BaseModel):
+    entities: int
+    relations: int
+    documents: int = Field(description="documents whose graph is built")
+
+
+class Graph(BaseModel):
+    """`kb.graph(limit)`: the most mentioned entities and the relations among them."""
+
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    stats: GraphStats = Field(description="the whole graph's size (the nodes are at most `limit` of it)")
+    can_build: bool = Field(description="whether this API key may build the graph (POST /v1/graph/build)")
+
+
+class GraphExport(BaseModel):
+    """GET /v1/graph/export?format=json: the whole graph."""
+
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class Entity(BaseModel):
+    key: str
+    name: str
+    type: str
+    summary: str
+    mentions: int
+    documents: int
+    aliases: list[str]
+
+
+class EntityList(BaseModel):
+    """As `sourcebook graph list --json` prints it."""
+
+    entities: list[Entity]
+    graph: GraphStats
+
+
+class Passage(BaseModel):
+    chunk_id: str
+    document_id: str
+    source: str
+    title: str
+    heading_path: list[str]
+    page: int | None
+    text: str
+
+
+class Neighbour(BaseModel):
+    entity: str = Field(description="the key of the entity at the other end")
+    outgoing: bool = Field(description="true when this entity is the relation's source")
+    source: str
+    source_name: str
+    relation: str
+    target: str
+    target_name: str
+    weight: float
+    chunk_ids: list[str]
+    passages: list[Passage] = Field(description="the passages that support the relation")
+
+
+class EntityDetail(BaseModel):
+    """As `sourcebook graph show --json` prints it."""
+
+    entity: Entity
+    passages: list[Passage] = Field(description="passages that mention the entity")
+    neighbours: list[Neighbour]
+
+
+class GraphUsage(BaseModel):
+    calls: list[dict[str, Any]]
+    input_tokens: int
+    output_tokens: int
+
+
+class GraphBuildReport(BaseModel):
+    """As `sourcebook graph build --json` prints it."""
+
+    extractor: str
+    documents: int = Field(description="documents whose graph was (re)built")
+    up_to_date: int
+    chunks: int
+    extracted: int = Field(description="chunks sent to the extractor (not in its cache)")
+    cached: int
+    failed: int
+    errors: list[str]
+    usage: GraphUsage
+    graph: GraphStats
+
+
 # Health -----------------------------------------------------------------------------------------
 class Health(BaseModel):
     status: Literal["ok"]
