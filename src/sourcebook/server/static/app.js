@@ -1,7 +1,9 @@
-// Sourcebook's web page: ask (streamed, cited answers kept as conversations), search, and
-// documents (drag-and-drop upload with live status). Talks only to the /v1 API.
+// Sourcebook's web page: ask (streamed, cited answers kept as conversations), search,
+// documents (drag-and-drop upload with live status) and the knowledge graph (graph.js).
+// Talks only to the /v1 API.
 
 import { ApiError, apiKey, events, getJSON, request, stream } from "./api.js";
+import { initGraph } from "./graph.js";
 import {
   answerParagraphs, confidenceBadge, h, highlighted, sectionPath, sourceList, termsPattern, timeAgo, where, withQuote,
 } from "./render.js";
@@ -41,6 +43,7 @@ function selectTab(tab) {
     $(t.getAttribute("aria-controls")).hidden = !selected;
   }
   if (tab.id === "tab-documents") loadDocuments();
+  if (tab.id === "tab-graph") graph.load();
 }
 for (const tab of tabs) {
   tab.addEventListener("click", () => selectTab(tab));
@@ -412,10 +415,14 @@ dropzone.addEventListener("drop", (event) => {
   upload([...event.dataTransfer.files]);
 });
 
+// Graph -----------------------------------------------------------------------------------
+const graph = initGraph({ openPassage, fail, say });
+
 // Start -----------------------------------------------------------------------------------
 function refresh() {
   loadSessions();
   if (!$("view-documents").hidden) loadDocuments();
+  if (!$("view-graph").hidden) graph.load();
 }
 
 async function start() {

@@ -1,17 +1,24 @@
 // DOM building for the page. Text from documents and answers is only ever set with
 // textContent (never innerHTML), so a document cannot inject markup into the page.
 
-/** h("p", {class: "x", onclick: f}, "text", child) -> element. */
-export function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
+function build(el, attrs, children) {
   for (const [name, value] of Object.entries(attrs)) {
     if (value === undefined || value === null || value === false) continue;
     if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
-    else if (name === "class") el.className = value;
     else el.setAttribute(name, value === true ? "" : value);
   }
   el.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
   return el;
+}
+
+/** h("p", {class: "x", onclick: f}, "text", child) -> element. */
+export function h(tag, attrs = {}, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+
+/** The same for SVG: s("circle", {r: 4}). */
+export function s(tag, attrs = {}, ...children) {
+  return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attrs, children);
 }
 
 /** "Section › Subsection · p. 3" of a hit or citation (the title, shown beside it, left out). */
