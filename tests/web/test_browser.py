@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,31 @@ def llm() -> Iterator[MockServer]:
         yield server
 
 
+def create_key(db: str, role: str, env: dict[str, str]) -> str:
+    """A new API key of `role` in the knowledge base `db`, made with `sourcebook keys create`."""
+    created = subprocess.run(
+        [SOURCEBOOK, "--db", db, "keys", "create", "--role", role, "--name", "browser test", "--json"],
+        capture_output=True, text=True, check=True, env=env,
+    )
+    return str(json.loads(created.stdout)["secret"])
+
+
+@contextmanager
+def serving(db: str, env: dict[str, str]) -> Iterator[str]:
+    """The base URL of `sourcebook serve` over `db`, stopped on exit."""
+    process = subprocess.Popen(
+        [SOURCEBOOK, "--db", db, "serve", "--port", "0", "--log-text"], stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        line = process.stderr.readline()
+        assert " on http://127.0.0.1:" in line, line + process.stderr.read()
+        yield line.split(" on ", 1)[1].split()[0]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+
+
 @pytest.fixture
 def served(tmp_path: Path, llm: MockServer) -> Iterator[tuple[str, str]]:
     """(base URL, admin key) of `sourcebook serve` over an empty knowledge base."""
@@ -70,22 +96,9 @@ def served(tmp_path: Path, llm: MockServer) -> Iterator[tuple[str, str]]:
         **os.environ, "SOURCEBOOK_LLM": "anthropic:claude-test", "ANTHROPIC_API_KEY": "test-key",
         "SOURCEBOOK_LLM_BASE_URLS": json.dumps({"anthropic": llm.url}), "SOURCEBOOK_LLM_RETRY_BASE_DELAY": "0",
     }
-    created = subprocess.run(
-        [SOURCEBOOK, "--db", db, "keys", "create", "--role", "admin", "--name", "browser test", "--json"],
-        capture_output=True, text=True, check=True, env=env,
-    )
-    secret = json.loads(created.stdout)["secret"]
-    process = subprocess.Popen(
-        [SOURCEBOOK, "--db", db, "serve", "--port", "0", "--log-text"], stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        line = process.stderr.readline()
-        assert " on http://127.0.0.1:" in line, line + process.stderr.read()
-        yield line.split(" on ", 1)[1].split()[0], secret
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stderr.close()
+    secret = create_key(db, "admin", env)
+    with serving(db, env) as url:
+        yield url, secret
 
 
 @pytest.fixture
@@ -208,7 +221,8 @@ def test_upload_ask_stream_cite_search(page: Any, served: tuple[str, str], examp
 
 
 def test_keyboard_only_navigation(page: Any, served: tuple[str, str]) -> None:
-    """Tabs follow the arrow keys, the key is remembered across reloads; the dark scheme passes axe too."""
+    """Tabs follow the arrow keys, the key is remembered across reloads; the dark scheme passes axe too
+    (the graph view's empty state included)."""
     url, secret = served
     page.emulate_media(color_scheme="dark")
     page.goto(url)
@@ -228,6 +242,10 @@ def test_keyboard_only_navigation(page: Any, served: tuple[str, str]) -> None:
     assert page.locator("#view-documents").is_visible()
     page.wait_for_selector("#docs-empty:not([hidden])")
     _accessible(page, "documents, dark")
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#view-graph").is_visible()
+    page.wait_for_selector("#graph-empty:not([hidden]) #graph-build:not([hidden])")  # an admin may build it
+    _accessible(page, "graph, empty, dark")
     page.keyboard.press("ArrowRight")  # wraps around
     assert page.evaluate("document.activeElement.id") == "tab-ask" and page.locator("#view-ask").is_visible()
     _accessible(page, "ask, dark")
