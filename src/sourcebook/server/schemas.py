@@ -14,8 +14,11 @@ from ..models import DocumentStatus
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 # A question, query or chat message: something other than whitespace (blank text is a 400, so the
-# schema says so and the fuzz run never sends it as valid).
-UserText = Annotated[str, Field(min_length=1, max_length=4000, pattern=r"\S", description="at least one non-blank character")]
+# schema says so and the fuzz run never sends it as valid). Python's str.strip() also strips the
+# separators \x1c-\x1f, which regex \s does not match, so the pattern names them.
+UserText = Annotated[
+    str, Field(min_length=1, max_length=4000, pattern=r"[^\s\x1c-\x1f]", description="at least one non-blank character")
+]
 CollectionName = Annotated[str, Field(pattern=NAME_PATTERN, description="letters, digits, '_', '.', '-'; at most 64")]
 
 
@@ -241,14 +244,19 @@ class ChatReply(BaseModel):
 GraphText = Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f]*$")]
 
 
-class GraphNode(BaseModel):
-    id: str = Field(description="the entity's key (its name normalised: case, plural, article)")
+class EntityFields(BaseModel):
+    """What a graph node and an entity both say (graph/models.py EntityRecord)."""
+
     name: str
     type: str
     summary: str
     mentions: int = Field(description="how many times its chunks name it")
     documents: int
-    aliases: list[str]
+    aliases: list[str] = Field(description="other names (keys) of the same entity, such as an acronym")
+
+
+class GraphNode(EntityFields):
+    id: str = Field(description="the entity's key (its name normalised: case, plural, article)")
 
 
 class GraphEdge(BaseModel):
@@ -281,14 +289,8 @@ class GraphExport(BaseModel):
     edges: list[GraphEdge]
 
 
-class Entity(BaseModel):
-    key: str
-    name: str
-    type: str
-    summary: str
-    mentions: int
-    documents: int
-    aliases: list[str]
+class Entity(EntityFields):
+    key: str = Field(description="the id of its node in GET /v1/graph")
 
 
 class EntityList(BaseModel):
