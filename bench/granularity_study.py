@@ -1,0 +1,144 @@
+"""Which granularity should each retriever see? A document-level study over two indexes.
+
+The quality push (README, "The quality push") found that all-MiniLM-L6-v2 retrieves far better
+from 128-token chunks than from 256-token ones, while BM25 prefers the longer chunks. This
+script asks what a hybrid gains if each retriever works at its own granularity, before anyone
+builds it into the stores: it reads two knowledge bases of the same BEIR corpus, one indexed
+with 256-token chunks and one with 128, and scores every combination at the document level:
+
+- each list's score of a document is its best chunk's (BM25 through the store's own keyword
+  search; cosine exactly with numpy over the stored vectors, queries embedded once);
+- documents are fused by z-score over each list's top `--pool` (Sourcebook's z-score fusion,
+  applied to documents instead of chunks, so its figures differ slightly from
+  `sourcebook eval retrieval`'s);
+- "max" takes a document's best 128-token window, "mean" the normalised mean of its windows'
+  vectors (what a single stored vector per chunk could carry).
+
+Build the two indexes first (the second run reuses nothing of the first):
+
+    sourcebook eval retrieval DATASET --db sf256.db
+    SOURCEBOOK_CHUNK_MAX_TOKENS=128 sourcebook eval retrieval DATASET --db sf128.db
+    python bench/granularity_study.py DATASET --db-256 sf256.db --db-128 sf128.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sourcebook import KnowledgeBase
+from sourcebook.evaluation.dataset import BeirDataset, load_dataset
+from sourcebook.evaluation.metrics import mean_ndcg
+from sourcebook.models import SearchFilter
+
+WEIGHTS = (0.3, 0.4, 0.5)
+"""Keyword shares of the fusion tried for each pair of lists."""
+
+
+class Index:
+    """One knowledge base's chunks as rows: their document (corpus position) and vector."""
+
+    def __init__(self, db: Path, documents: dict[str, int]) -> None:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT c.id, d.source, v.vector FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "JOIN vectors v ON v.chunk_seq = c.seq ORDER BY c.seq"
+            ).fetchall()
+        finally:
+            conn.close()
+        self.db = db
+        self.document_of = {chunk_id: documents[source] for chunk_id, source, _ in rows}
+        self.row_document = np.array([documents[source] for _, source, _ in rows])
+        self.vectors = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+        self.documents = len(documents)
+
+    def best_per_document(self, chunk_scores: np.ndarray) -> np.ndarray:
+        """(queries, documents): each document's best chunk score, -inf where it has none."""
+        out = np.full((chunk_scores.shape[0], self.documents), -np.inf)
+        for row, scores in zip(out, chunk_scores):
+            np.maximum.at(row, self.row_document, scores)
+        return out
+
+    def vector_max(self, queries: np.ndarray) -> np.ndarray:
+        return self.best_per_document(queries @ self.vectors.T)
+
+    def vector_mean(self, queries: np.ndarray) -> np.ndarray:
+        mean = np.zeros((self.documents, self.vectors.shape[1]))
+        np.add.at(mean, self.row_document, self.vectors)
+        mean /= np.linalg.norm(mean, axis=1, keepdims=True) + 1e-9
+        return queries @ mean.T
+
+    def keyword(self, texts: Sequence[str]) -> np.ndarray:
+        """BM25 through the store's own keyword search (top 1,000 chunks per query)."""
+        store = KnowledgeBase.open(self.db).store
+        out = np.full((len(texts), self.documents), -np.inf)
+        for row, text in zip(out, texts):
+            for item in store.keyword_search(text, 1000, SearchFilter()):
+                document = self.document_of[item.chunk_id]
+                row[document] = max(row[document], item.score)
+        return out
+
+
+def zscore_fuse(lists: Sequence[np.ndarray], weights: Sequence[float], pool: int) -> np.ndarray:
+    """Per query: each list standardised over its top `pool` documents (the rest at its lowest z), weighted sum."""
+    fused = np.zeros_like(lists[0])
+    for scores, weight in zip(lists, weights, strict=True):
+        for q, row in enumerate(scores):
+            top = np.argsort(-row)[: min(pool, len(row))]
+            top = top[np.isfinite(row[top])]
+            z = (row[top] - row[top].mean()) / (row[top].std() + 1e-9)
+            standardised = np.full(len(row), z.min() if len(z) else 0.0)
+            standardised[top] = z
+            fused[q] += weight * standardised
+    return fused
+
+
+def ndcg(scores: np.ndarray, dataset: BeirDataset, query_ids: list[str], names: list[str]) -> float:
+    run = {q: [names[i] for i in np.argsort(-row)[:10]] for q, row in zip(query_ids, scores)}
+    return mean_ndcg(run, dataset.qrels, 10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", help="BEIR-layout folder")
+    parser.add_argument("--db-256", required=True, type=Path, help="index built with 256-token chunks")
+    parser.add_argument("--db-128", required=True, type=Path, help="index built with 128-token chunks")
+    parser.add_argument("--pool", type=int, default=200, help="documents per list in the z-score statistics")
+    args = parser.parse_args()
+
+    dataset = load_dataset(args.dataset)
+    with open(dataset.corpus, encoding="utf-8") as corpus:
+        names = [str(json.loads(line)["_id"]) for line in corpus if line.strip()]
+    documents = {name: i for i, name in enumerate(names)}
+    query_ids = list(dataset.qrels)
+    texts = [dataset.queries[q] for q in query_ids]
+    long, short = Index(args.db_256, documents), Index(args.db_128, documents)
+    queries = KnowledgeBase.open(args.db_256).embedder.embed_documents(texts)
+
+    keyword = {"256": long.keyword(texts), "128": short.keyword(texts)}
+    vector = {
+        "256": long.vector_max(queries),
+        "128 max": short.vector_max(queries),
+        "128 mean": short.vector_mean(queries),
+    }
+    score = lambda s: ndcg(s, dataset, query_ids, names)  # noqa: E731
+    print(f"{dataset.name}: {len(query_ids)} queries, {len(names)} documents; nDCG@10, document-level fusion, pool {args.pool}")
+    for name, scores in keyword.items():
+        print(f"  keyword {name}: {score(scores):.4f}")
+    for name, scores in vector.items():
+        print(f"  vector {name}: {score(scores):.4f}")
+    print(f"  hybrid, keyword share {' / '.join(map(str, WEIGHTS))}:")
+    for kw_name, kw in keyword.items():
+        for vec_name, vec in vector.items():
+            figures = [score(zscore_fuse([kw, vec], [w, 1 - w], args.pool)) for w in WEIGHTS]
+            print(f"    keyword {kw_name} + vector {vec_name}: {' / '.join(f'{f:.4f}' for f in figures)}")
+
+
+if __name__ == "__main__":
+    main()
