@@ -28,6 +28,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -110,6 +111,7 @@ def main() -> None:
     parser.add_argument("--db-256", required=True, type=Path, help="index built with 256-token chunks")
     parser.add_argument("--db-128", required=True, type=Path, help="index built with 128-token chunks")
     parser.add_argument("--pool", type=int, default=200, help="documents per list in the z-score statistics")
+    parser.add_argument("--variants", action="store_true", help="also: pool sizes, log BM25, 3-4 lists, Rocchio")
     args = parser.parse_args()
 
     dataset = load_dataset(args.dataset)
@@ -138,6 +140,36 @@ def main() -> None:
         for vec_name, vec in vector.items():
             figures = [score(zscore_fuse([kw, vec], [w, 1 - w], args.pool)) for w in WEIGHTS]
             print(f"    keyword {kw_name} + vector {vec_name}: {' / '.join(f'{f:.4f}' for f in figures)}")
+    if args.variants:
+        variants(keyword["256"], vector, long, queries, score, args.pool)
+
+
+def variants(
+    keyword: np.ndarray, vector: dict[str, np.ndarray], long: Index, queries: np.ndarray, score: Any, pool: int
+) -> None:
+    """Fusion variants on the 256-token layout (keyword share 0.5 unless said)."""
+    base = vector["256"]
+    print("  variants (keyword 256 + vector 256, share 0.5):")
+    for size in (50, 100, 200, 400, 1000):
+        if size <= base.shape[1]:
+            print(f"    z-score pool {size}: {score(zscore_fuse([keyword, base], [0.5, 0.5], size)):.4f}")
+    logged = np.where(np.isfinite(keyword), np.log1p(np.maximum(keyword, 0)), -np.inf)
+    print(f"    log(1 + BM25) before fusion: {score(zscore_fuse([logged, base], [0.5, 0.5], pool)):.4f}")
+    for share in WEIGHTS:
+        three = zscore_fuse([keyword, base, vector["128 max"]], [share, (1 - share) / 2, (1 - share) / 2], pool)
+        print(f"    three lists (keyword, vector 256, vector 128 max), keyword share {share}: {score(three):.4f}")
+    fused = zscore_fuse([keyword, base], [0.5, 0.5], pool)
+    documents = np.zeros((long.documents, long.vectors.shape[1]))
+    np.add.at(documents, long.row_document, long.vectors)
+    documents /= np.linalg.norm(documents, axis=1, keepdims=True) + 1e-9
+    for k in (3, 5):
+        for beta in (0.5, 1.0):
+            top = np.argsort(-fused, axis=1)[:, :k]
+            expanded = queries + beta * documents[top].mean(axis=1)
+            expanded /= np.linalg.norm(expanded, axis=1, keepdims=True)
+            rocchio = long.vector_max(expanded)
+            shares = " / ".join(f"{score(zscore_fuse([keyword, rocchio], [w, 1 - w], pool)):.4f}" for w in WEIGHTS)
+            print(f"    Rocchio from the fused top {k}, beta {beta}: vector {score(rocchio):.4f}, hybrid {shares}")
 
 
 if __name__ == "__main__":
