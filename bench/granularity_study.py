@@ -168,6 +168,7 @@ def main() -> None:
         for row, sims in zip(best, scores):
             np.maximum.at(row, owners, sims)
         vector[f"{size}-sentence windows max"] = best
+        vector[f"best of 128 and {size}-sentence windows"] = np.maximum(best, vector["128 max"])
     score = lambda s: ndcg(s, dataset, query_ids, names)  # noqa: E731
     print(f"{dataset.name}: {len(query_ids)} queries, {len(names)} documents; nDCG@10, document-level fusion, pool {args.pool}")
     for name, scores in keyword.items():
@@ -179,6 +180,13 @@ def main() -> None:
         for vec_name, vec in vector.items():
             figures = [score(zscore_fuse([kw, vec], [w, 1 - w], args.pool)) for w in WEIGHTS]
             print(f"    keyword {kw_name} + vector {vec_name}: {' / '.join(f'{f:.4f}' for f in figures)}")
+    if args.sentence_windows:
+        sentences = vector[f"{args.sentence_windows}-sentence windows max"]
+        figures = [
+            score(zscore_fuse([keyword["256"], vector["128 max"], sentences], [w, (1 - w) / 2, (1 - w) / 2], args.pool))
+            for w in WEIGHTS
+        ]
+        print(f"    three lists (keyword 256, vector 128 max, sentence windows): {' / '.join(f'{f:.4f}' for f in figures)}")
     if args.variants:
         variants(keyword["256"], vector, long, queries, score, args.pool)
 
