@@ -51,6 +51,16 @@ def test_entity_view_shows_neighbours_with_supporting_passages(graph_kb: Knowled
     assert data["entity"]["name"] == "Tidewater" and data["neighbours"][0]["passages"][0]["chunk_id"]
 
 
+def test_every_entity_is_found_by_its_id_and_by_its_name(graph_kb: KnowledgeBase) -> None:
+    # Ids are keys, and keys are not always a fixed point of normalisation ("NORTHWIND LABS"
+    # has the key "northwind labs", which normalises to "Northwind Labs"'s "northwind lab").
+    entities = graph_kb.entities(limit=None)
+    assert {e.key for e in entities} >= {"northwind labs", "northwind lab"}
+    for entity in entities:
+        assert graph_kb.entity(entity.key).entity.key == entity.key
+        assert graph_kb.entity(entity.name).entity.key == entity.key
+
+
 def test_unknown_or_ambiguous_entities_are_typed_errors(graph_kb: KnowledgeBase) -> None:
     with pytest.raises(EntityNotFoundError, match="no entity named"):
         graph_kb.entity("Zanzibar")

@@ -46,11 +46,17 @@ def passage_dict(chunk: StoredChunk) -> dict[str, Any]:
 
 
 def find_entity(store: Store, name: str) -> EntityRecord:
-    """The entity `name` names: by key or alias, else the only entity whose name contains it."""
-    key = entity_key(name)
-    found = store.find_entities([key]).get(key) if key else None
-    if found is not None:
-        return found
+    """The entity `name` names: by its id (key) as given, by key or alias, else the only entity
+    whose name contains it.
+
+    The id comes first because keys are not a fixed point of `entity_key`: "NORTHWIND LABS"
+    keeps its all-capitals last word as an acronym (key "northwind labs"), while that key typed
+    back normalises to "northwind lab", another entity. An id must always find its own entity.
+    """
+    given, key = name.strip(), entity_key(name)
+    found = store.find_entities([k for k in (given, key) if k])
+    if given in found or key in found:
+        return found.get(given) or found[key]
     candidates = store.list_entities(query=name.strip(), limit=6)
     exact = [e for e in candidates if e.name.lower() == name.strip().lower()]
     if len(candidates) == 1 or len(exact) == 1:
