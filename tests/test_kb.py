@@ -10,6 +10,7 @@ import pytest
 from sourcebook import DocumentNotFoundError, EmbeddingModelMismatchError, KnowledgeBase
 from sourcebook.embedders import create_embedder
 from sourcebook.settings import Settings
+from sourcebook.windows import window_texts
 
 
 class CountingEmbedder:
@@ -46,14 +47,31 @@ def test_add_folder_makes_every_document_ready(example_kb):
     assert {Path(d.source).suffix for d in docs} == {".md", ".html", ".txt", ".pdf"}
 
 
+def windows_of(kb: KnowledgeBase, document_id: str) -> dict[str, int]:
+    """Window vectors stored per chunk hash of a document."""
+    chunks, _, windows = kb.store.export_chunks(document_id)
+    return {chunk.content_hash: len(w) for chunk, w in zip(chunks, windows)}
+
+
 def test_readding_unchanged_documents_embeds_nothing(tmp_path, docs_copy):
     embedder = CountingEmbedder()
     with open_counting(tmp_path / "kb.db", embedder) as kb:
         first = kb.add(str(docs_copy))
-        assert embedder.embedded == sum(r.chunks for r in first) > 0
+        windows = kb.status()["window_vectors"]
+        assert windows > sum(r.chunks for r in first) > 0  # most chunks hold several windows
+        assert embedder.embedded == sum(r.chunks for r in first) + windows
         again = kb.add(str(docs_copy))
     assert {r.action for r in again} == {"unchanged"}
-    assert embedder.embedded == sum(r.chunks for r in first)
+    assert embedder.embedded == sum(r.chunks for r in first) + windows
+
+
+def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        [result] = kb.add(str(docs_copy / "employee-handbook.md"))
+        chunks, vectors, windows = kb.store.export_chunks(result.document_id)
+        assert [len(w) for w in windows] == [len(window_texts(c)) for c in chunks]
+        fresh = kb.embedder.embed_documents(window_texts(chunks[0]))
+        assert np.allclose(windows[0], fresh, atol=1e-5)
 
 
 def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):
@@ -63,13 +81,36 @@ def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):
         kb.add(str(docs_copy))
         before = embedder.embedded
         text = handbook.read_text(encoding="utf-8")
-        handbook.write_text(text + "\n\n## Bicycles\n\nStaff may store bicycles in the basement cage.\n", encoding="utf-8")
+        handbook.write_text(text + "\n\n## Bicycles\n\nStaff may store bicycles in the basement cage. "
+                            "They must be locked. Keys are at reception.\n", encoding="utf-8")
+        document_id = kb.document(str(handbook)).id
+        old = windows_of(kb, document_id)
         [result] = [r for r in kb.add(str(docs_copy)) if r.action != "unchanged"]
         assert result.action == "updated"
         assert 1 <= result.embedded < result.chunks
-        assert embedder.embedded - before == result.embedded
+        new = windows_of(kb, document_id)
+        fresh_windows = sum(count for chunk_hash, count in new.items() if chunk_hash not in old)
+        assert fresh_windows > 0
+        assert embedder.embedded - before == result.embedded + fresh_windows
         hits = kb.search("where can staff store bicycles", top_k=3)
         assert any("basement cage" in h.chunk.text for h in hits)
+
+
+def test_windows_can_be_turned_off_and_are_added_to_reused_chunks_later(tmp_path, docs_copy):
+    embedder = CountingEmbedder()
+    handbook = docs_copy / "employee-handbook.md"
+    base = KnowledgeBase.open(tmp_path / "kb.db", vector_windows=False)
+    with KnowledgeBase(base.store, base.settings, embedder) as kb:
+        [first] = kb.add(str(handbook))
+        assert embedder.embedded == first.chunks and kb.status()["window_vectors"] == 0
+    handbook.write_text(handbook.read_text(encoding="utf-8") + "\n\n## Bicycles\n\nIn the cage.\n", encoding="utf-8")
+    embedder.embedded = 0
+    with open_counting(tmp_path / "kb.db", embedder) as kb:
+        [second] = kb.add(str(handbook))
+        windows = windows_of(kb, second.document_id)
+        # unchanged chunks keep their vectors but get the windows they lacked
+        assert second.embedded < second.chunks
+        assert embedder.embedded == second.embedded + sum(windows.values()) > second.embedded
 
 
 def test_remove_deletes_chunks_vectors_and_keyword_rows(tmp_path, docs_copy):

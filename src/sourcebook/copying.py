@@ -74,17 +74,17 @@ def _copy_tenant(source: Store, target: Store, report: CopyReport, progress: Pro
 
 
 def _copy_document(source: Store, target: Store, record: DocumentRecord, dimension: int) -> int:
-    """Write the document row, then its chunks and vectors in one transaction; returns the chunk count."""
+    """Write the document row, then its chunks and vectors (windows included) in one transaction; returns the chunk count."""
     target.upsert_document(
         record.id, collection=record.collection, source=record.source, title=record.title,
         media_type=record.media_type, metadata=record.metadata, status=record.status, error=record.error,
     )
-    chunks, vectors = source.export_chunks(record.id)
+    chunks, vectors, windows = source.export_chunks(record.id)
     if record.content_hash is not None:  # it was indexed once (perhaps into no chunks at all)
         if not chunks:
             vectors = np.zeros((0, dimension), dtype=np.float32)
         target.replace_chunks(record.id, content_hash=record.content_hash, title=record.title,
-                              chunks=chunks, vectors=vectors)
+                              chunks=chunks, vectors=vectors, windows=windows)
     if record.status != DocumentStatus.READY:
         # replace_chunks marks the document ready; a failed re-index keeps its old chunks.
         target.set_status(record.id, record.status, record.error)

@@ -3,7 +3,8 @@
 Incremental by content hash at two levels:
 - a source whose bytes hash to the stored fingerprint is skipped before parsing;
 - a changed document reuses the stored vector of every chunk whose text (with its
-  prefix) is unchanged, so only new or edited chunks are embedded.
+  prefix) is unchanged, so only new or edited chunks are embedded; the same goes for a
+  chunk's sentence-window vectors (windows.py), which are derived from its text alone.
 
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
@@ -29,6 +30,7 @@ from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedD
 from .settings import Settings
 from .stores.base import Store
 from .tenants import DEFAULT_TENANT
+from .windows import window_texts
 
 if TYPE_CHECKING:
     from .enrichment import ContextualEnricher
@@ -118,7 +120,12 @@ def record_failure(
 
 @dataclass
 class _Pending:
-    """A parsed document waiting for its missing vectors."""
+    """A parsed document waiting for its missing vectors.
+
+    `vectors` and `windows` map a chunk's content hash to its own vector and to its
+    window vectors (k, dimension); `missing` and `missing_windows` are the positions in
+    `chunks` still to embed, and `window_texts` the windows each of those needs.
+    """
 
     doc_id: str
     source: str
@@ -128,6 +135,22 @@ class _Pending:
     vectors: dict[str, np.ndarray]
     missing: list[int]
     action: str
+    windows: dict[str, np.ndarray] = field(default_factory=dict)
+    missing_windows: dict[int, list[str]] = field(default_factory=dict)
+
+    def texts(self) -> list[str]:
+        """What to embed, in the order `take` reads the vectors back."""
+        own = [self.chunks[i].embedding_text for i in self.missing]
+        return own + [text for texts in self.missing_windows.values() for text in texts]
+
+    def take(self, vectors: np.ndarray) -> None:
+        """Store the vectors of `texts()` under their chunks' hashes."""
+        for offset, i in enumerate(self.missing):
+            self.vectors[self.chunks[i].content_hash] = vectors[offset]
+        offset = len(self.missing)
+        for i, texts in self.missing_windows.items():
+            self.windows[self.chunks[i].content_hash] = vectors[offset : offset + len(texts)]
+            offset += len(texts)
 
 
 @dataclass(frozen=True)
@@ -181,7 +204,7 @@ class Ingestor:
                 if result is not None:
                     results.append(result)
                     self._emit("document", 1, result)
-                if sum(len(p.missing) for p in self._queue) >= EMBED_BATCH_CHUNKS:
+                if sum(len(p.texts()) for p in self._queue) >= EMBED_BATCH_CHUNKS:
                     if in_flight is not None:
                         results.extend(self._finish(in_flight))
                     in_flight = self._start(worker)
@@ -226,15 +249,33 @@ class Ingestor:
         known = self.store.vectors_for_hashes(collection, hashes)
         missing = [i for i, h in enumerate(hashes) if h not in known]
         action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
-        self._queue.append(_Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action))
+        pending = _Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action)
+        if self.settings.vector_windows:
+            self._plan_windows(pending, collection)
+        self._queue.append(pending)
         return None
+
+    def _plan_windows(self, pending: _Pending, collection: str) -> None:
+        """Reuse the stored windows of unchanged chunks; queue the others' for embedding.
+
+        Stored windows are reused when there are as many as the chunk needs now, since they
+        come from the chunk's text alone (a chunk stored before windows existed has none)."""
+        needed = {i: window_texts(chunk) for i, chunk in enumerate(pending.chunks)}
+        needed = {i: texts for i, texts in needed.items() if texts}
+        stored = self.store.windows_for_hashes(collection, [pending.chunks[i].content_hash for i in needed])
+        for i, texts in needed.items():
+            found = stored.get(pending.chunks[i].content_hash)
+            if found is not None and len(found) == len(texts):
+                pending.windows[pending.chunks[i].content_hash] = found
+            else:
+                pending.missing_windows[i] = texts
 
     def _start(self, worker: ThreadPoolExecutor) -> _Batch:
         """Mark the queued documents processing and embed their missing chunks in the worker."""
         queue, self._queue = self._queue, []
         for pending in queue:
             self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
-        texts = [p.chunks[i].embedding_text for p in queue for i in p.missing]
+        texts = [text for p in queue for text in p.texts()]
 
         def progress(count: int) -> None:
             self._emit("embedded", count)
@@ -247,10 +288,11 @@ class Ingestor:
         results: list[IngestResult] = []
         offset = 0
         for pending in batch.documents:
-            for i in pending.missing:
+            count = len(pending.texts())
+            if count:
                 assert fresh is not None
-                pending.vectors[pending.chunks[i].content_hash] = fresh[offset]
-                offset += 1
+                pending.take(fresh[offset : offset + count])
+                offset += count
             results.append(self._write(pending))
         return results
 
@@ -284,4 +326,5 @@ class Ingestor:
             title=pending.parsed.title,
             chunks=pending.chunks,
             vectors=matrix,
+            windows=[pending.windows.get(c.content_hash, np.zeros((0, dim), np.float32)).astype(np.float32) for c in pending.chunks],
         )

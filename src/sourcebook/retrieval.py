@@ -46,7 +46,7 @@ class SearchOptions:
     per_document: int = 1
     candidates: int = 200
     fusion: str = "zscore"
-    keyword_weight: float = 0.5
+    keyword_weight: float = 0.3
     rrf_k: int = 60
     graph: bool = False
     """Hybrid only: fuse the knowledge graph's list in too (mode "graph" always does)."""

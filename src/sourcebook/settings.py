@@ -48,6 +48,9 @@ class Settings(BaseSettings):
         256, ge=32, description="largest chunk incl. its prefix, in the model's tokens (capped at the model's limit)"
     )
     chunk_overlap: float = Field(0.15, ge=0.0, le=0.5, description="fraction of a chunk repeated in the next")
+    vector_windows: bool = Field(
+        True, description="also embed each chunk's two-sentence windows; vector search scores a chunk by its best"
+    )
 
     # Loading
     max_file_bytes: int = Field(50 * 1024 * 1024, ge=1)
@@ -63,7 +66,7 @@ class Settings(BaseSettings):
     fusion: Literal["zscore", "rrf"] = Field(
         "zscore", description="hybrid fusion: z-score normalised weighted sum, or reciprocal rank fusion"
     )
-    fusion_keyword_weight: float = Field(0.5, ge=0.0, le=1.0, description="keyword share of a z-score fusion")
+    fusion_keyword_weight: float = Field(0.3, ge=0.0, le=1.0, description="keyword share of a z-score fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
     candidates: int = Field(200, ge=1, description="hits each retriever contributes to fusion")
     per_document: int = Field(1, ge=0, description="most chunks per document in search results; 0 = no limit")

@@ -439,10 +439,80 @@ def test_stats(store: Store) -> None:
 def test_export_chunks_gives_back_what_was_written(store: Store) -> None:
     vectors = [unit(1.0), unit(0.5, 1.0)]
     chunks = add_document(store, "d1", ["first", "second"], vectors=vectors)
-    exported, matrix = store.export_chunks("d1")
+    exported, matrix, windows = store.export_chunks("d1")
     assert exported == chunks
     assert matrix.dtype == np.float32 and np.array_equal(matrix, np.stack(vectors))
+    assert [w.shape for w in windows] == [(0, DIM), (0, DIM)]
     assert store.export_chunks("missing")[0] == []
+
+
+def test_export_chunks_gives_back_window_vectors(store: Store) -> None:
+    windows = [np.stack([unit(0.0, 1.0), unit(0.0, 0.0, 1.0)]), np.zeros((0, DIM), np.float32)]
+    chunks = add_windowed_document(store, "d1", ["a b. c d. e f.", "short"], [unit(1.0), unit(1.0)], windows)
+    exported, _, got = store.export_chunks("d1")
+    assert exported == chunks
+    assert len(got) == 2 and np.allclose(got[0], windows[0]) and got[1].shape == (0, DIM)
+
+
+# Sentence-window vectors ---------------------------------------------------------------------
+def add_windowed_document(
+    store: Store, document_id: str, texts: Sequence[str], vectors: Sequence[np.ndarray], windows: Sequence[np.ndarray]
+) -> list[Chunk]:
+    store.upsert_document(
+        document_id, collection="docs", source=f"{document_id}.txt", title="T",
+        media_type="text/plain", metadata={}, status=DocumentStatus.PROCESSING,
+    )
+    chunks = make_chunks(texts)
+    store.replace_chunks(document_id, content_hash=f"hash-{document_id}", title="T", chunks=chunks,
+                         vectors=np.stack(vectors).astype(np.float32), windows=[w.astype(np.float32) for w in windows])
+    return chunks
+
+
+def test_a_chunk_scores_the_best_of_its_vector_and_its_windows(store: Store) -> None:
+    none = np.zeros((0, DIM), np.float32)
+    # d1's chunk points away from the query but one of its windows points at it; d2 is halfway.
+    add_windowed_document(store, "d1", ["far"], [unit(0.0, 0.0, 0.0, 1.0)], [np.stack([unit(0.0, 1.0), unit(1.0)])])
+    add_windowed_document(store, "d2", ["half"], [unit(1.0, 1.0)], [none])
+    hits = store.vector_search(unit(1.0), 5, EVERYTHING)
+    assert [h.chunk_id for h in hits] == ["d1#0", "d2#0"]  # each chunk once, by its best vector
+    assert hits[0].score == pytest.approx(1.0) and hits[1].score == pytest.approx(2 ** -0.5)
+    assert [h.rank for h in hits] == [1, 2]
+    # filters keep a chunk's windows with it
+    assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter(document_ids=("d2",)))] == ["d2#0"]
+    # k counts chunks, not windows
+    assert [h.chunk_id for h in store.vector_search(unit(1.0), 1, EVERYTHING)] == ["d1#0"]
+
+
+def test_windows_are_replaced_and_deleted_with_their_chunks(store: Store) -> None:
+    add_windowed_document(store, "d1", ["x"], [unit(0.0, 0.0, 0.0, 1.0)], [np.stack([unit(1.0)])])
+    add_document(store, "d2", ["y"], vectors=[unit(1.0, 1.0)])
+    assert store.vector_search(unit(1.0), 1, EVERYTHING)[0].chunk_id == "d1#0"
+    assert store.stats()["window_vectors"] == 1
+    add_document(store, "d1", ["x"], vectors=[unit(0.0, 0.0, 0.0, 1.0)])  # re-indexed without windows
+    assert store.vector_search(unit(1.0), 1, EVERYTHING)[0].chunk_id == "d2#0"
+    add_windowed_document(store, "d1", ["x"], [unit(0.0, 0.0, 0.0, 1.0)], [np.stack([unit(1.0)])])
+    store.delete_document("d1")
+    assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, EVERYTHING)] == ["d2#0"]
+    assert store.stats()["window_vectors"] == 0
+
+
+def test_windows_for_hashes(store: Store) -> None:
+    windows = [np.stack([unit(0.0, 1.0), unit(1.0)]), np.zeros((0, DIM), np.float32)]
+    chunks = add_windowed_document(store, "d1", ["one", "two"], [unit(1.0), unit(1.0)], windows)
+    found = store.windows_for_hashes("docs", [chunks[0].content_hash, chunks[1].content_hash, "unknown"])
+    assert set(found) == {chunks[0].content_hash, chunks[1].content_hash}
+    assert np.allclose(found[chunks[0].content_hash], windows[0]) and found[chunks[1].content_hash].shape == (0, DIM)
+    assert store.windows_for_hashes("other", [chunks[0].content_hash]) == {}
+    assert store.for_tenant("acme").windows_for_hashes("docs", [chunks[0].content_hash]) == {}
+
+
+def test_malformed_windows_are_refused_and_keep_the_old_chunks(store: Store) -> None:
+    add_document(store, "d1", ["old"])
+    chunks, vectors = make_chunks(["new"]), np.stack([unit(1.0)]).astype(np.float32)
+    for windows in ([], [np.zeros((1, DIM + 1), np.float32)], [np.zeros((1, DIM), np.float64)]):
+        with pytest.raises(ValueError):
+            store.replace_chunks("d1", content_hash="h", title="T", chunks=chunks, vectors=vectors, windows=windows)
+    assert [c.text for c in store.document_chunks("d1")] == ["old"]
 
 
 def test_tenants_lists_every_tenant_with_rows(store: Store) -> None:

@@ -1,5 +1,6 @@
 """What only the Postgres store has: row-level security proven by hand-written SQL, HNSW
-iterative scans, versioned migrations and its URL. The shared behaviour is in tests/conformance/."""
+iterative scans, versioned migrations, sentence-window rows and its URL. The shared behaviour
+is in tests/conformance/."""
 
 from __future__ import annotations
 
@@ -14,9 +15,29 @@ from sourcebook.errors import StoreError
 from sourcebook.models import SearchFilter
 from sourcebook.stores import open_store
 from sourcebook.stores.embedded_pg import EmbeddedPostgres
-from sourcebook.stores.postgres import PostgresStore, filter_sql, open_postgres, vector_sql
-from sourcebook.stores.postgres_schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES
-from tests.conformance.test_store import DIM, MODEL, add_document, unit
+from sourcebook.stores.postgres import HnswSettings, PostgresStore, filter_sql, open_postgres, vector_params, vector_sql
+from sourcebook.stores.postgres_schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
+from tests.conformance.test_store import DIM, MODEL, add_document, make_chunks, unit
+
+ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES)
+
+
+def add_windowed(store: PostgresStore, document_id: str, vectors: list[np.ndarray], windows: list[np.ndarray],
+                 metadata: dict | None = None) -> None:
+    """A ready document of one chunk per vector, `windows[i]` (k, DIM) being chunk i's windows."""
+    add_document(store, document_id, [f"{document_id} {i}" for i in range(len(vectors))], vectors=vectors,
+                 metadata=metadata)
+    store.replace_chunks(
+        document_id, content_hash=f"hash-{document_id}", title="A title",
+        chunks=make_chunks([f"{document_id} {i}" for i in range(len(vectors))]),
+        vectors=np.stack(vectors).astype(np.float32), windows=[w.astype(np.float32) for w in windows],
+    )
+
+
+def count_all(dsn: str, table: str) -> int:
+    """Rows of every tenant (the superuser login, no row-level security): rows gone, not hidden."""
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
 
 
 @pytest.fixture
@@ -25,7 +46,8 @@ def two_tenants(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
     store = PostgresStore(migrated_postgres_dsn, tenant="acme")
     for view in (store, store.for_tenant("globex")):
         view.ensure_collection("docs", MODEL, DIM)
-        add_document(view, f"{view.tenant}-doc", ["shared words", "more shared words"], metadata={"team": "red"})
+        add_windowed(view, f"{view.tenant}-doc", [unit(1.0), unit(1.0)], [np.stack([unit(0.0, 1.0)] * 3), np.zeros((0, DIM))],
+                     metadata={"team": "red"})
         view.create_chat_session("s1", f"{view.tenant} chat")
         view.add_chat_message("s1", "user", f"{view.tenant} question")
         view.put_chunk_contexts({"h": view.tenant}, "gen")
@@ -37,10 +59,13 @@ def test_a_superuser_dsn_still_runs_under_row_level_security(two_tenants: Postgr
     """Deliberately no WHERE clause: only the database can be keeping globex's rows out."""
     with two_tenants.transaction() as conn:
         assert conn.execute("SELECT current_user").fetchone() == (RLS_ROLE,)
-        for table in TENANT_TABLES:
+        for table in ROW_TABLES:
             tenants = conn.execute(f"SELECT DISTINCT tenant FROM {table}").fetchall()
             assert tenants == [("acme",)], table
         assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM chunk_windows").fetchone() == (3,)
+    assert count_all(two_tenants.dsn, "chunk_windows") == 6
+    assert two_tenants.stats()["window_vectors"] == 3
 
 
 def test_rows_of_another_tenant_cannot_be_written_or_touched(two_tenants: PostgresStore) -> None:
@@ -51,6 +76,12 @@ def test_rows_of_another_tenant_cannot_be_written_or_touched(two_tenants: Postgr
     with pytest.raises(StoreError, match="row-level security"), two_tenants.transaction() as conn:
         conn.execute("INSERT INTO chunk_contexts (tenant, chunk_hash, generator, context, created_at) "
                      "VALUES ('globex', 'x', 'g', 'planted', now())")
+    with pytest.raises(StoreError, match="row-level security"), two_tenants.transaction() as conn:
+        conn.execute("INSERT INTO chunk_windows (tenant, chunk_seq, number, dimension, embedding) "
+                     "SELECT 'globex', seq, 99, dimension, embedding FROM chunks LIMIT 1")
+    with two_tenants.transaction() as conn:
+        assert conn.execute("DELETE FROM chunk_windows").rowcount == 3
+    assert count_all(two_tenants.dsn, "chunk_windows") == 3  # globex's
     globex = two_tenants.for_tenant("globex")
     assert globex.get_document("globex-doc").title == "A title"  # type: ignore[union-attr]
     assert [s.message_count for s in globex.list_chat_sessions()] == [1]
@@ -59,7 +90,7 @@ def test_rows_of_another_tenant_cannot_be_written_or_touched(two_tenants: Postgr
 def test_a_connection_without_a_tenant_sees_nothing(two_tenants: PostgresStore) -> None:
     with psycopg.connect(two_tenants.dsn, autocommit=True) as conn:
         conn.execute(f"SET ROLE {RLS_ROLE}")
-        for table in TENANT_TABLES:
+        for table in ROW_TABLES:
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
 
 
@@ -107,7 +138,7 @@ def _hnsw_rows(store: PostgresStore, k: int, iterative: bool) -> tuple[int, str]
     """Run the store's vector query for the far side with the planner made to use the index."""
     where, params = filter_sql(SearchFilter.build(metadata={"side": "far"}))
     sql = vector_sql(DIM, where)
-    args = (unit(1.0), *params, k)
+    args = vector_params(unit(1.0), params, k)
     with store.transaction() as conn:
         conn.execute("SET LOCAL enable_seqscan = off")
         if not iterative:
@@ -141,6 +172,78 @@ def test_hnsw_settings_come_from_the_url(migrated_postgres_dsn: str) -> None:
         store.close()
 
 
+def test_window_hnsw_indexes_come_with_each_dimension(migrated_postgres_dsn: str) -> None:
+    store = PostgresStore(migrated_postgres_dsn, hnsw=HnswSettings(m=8))
+    try:
+        store.ensure_collection("docs", MODEL, DIM)
+        store.ensure_collection("wide", MODEL, 12)
+        with store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk_windows' AND indexdef LIKE '%hnsw%'"
+            ).fetchall()
+        definitions = dict(rows)
+        assert set(definitions) == {"chunk_windows_embedding_hnsw_4", "chunk_windows_embedding_hnsw_12"}
+        for dimension in (4, 12):
+            definition = definitions[f"chunk_windows_embedding_hnsw_{dimension}"]
+            assert f"vector({dimension})" in definition and "vector_cosine_ops" in definition
+            assert f"WHERE (dimension = {dimension})" in definition and "m='8'" in definition
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def crowded_windows(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
+    """2,000 chunks whose vectors and windows lie near the query direction, and 60 whose own
+    vectors point away from it but whose one window is fairly close."""
+    store = PostgresStore(migrated_postgres_dsn)
+    store.ensure_collection("docs", MODEL, DIM)
+    rng = np.random.default_rng(11)
+    near = [unit(1.0, *rng.normal(0, 0.2, DIM - 1)) for _ in range(2000)]
+    add_windowed(store, "near", near, [np.stack([unit(1.0, *rng.normal(0, 0.2, DIM - 1))]) for _ in near],
+                 metadata={"side": "near"})
+    far = [unit(-1.0, *rng.normal(0, 0.2, DIM - 1)) for _ in range(60)]
+    add_windowed(store, "far", far, [np.stack([unit(1.0, 1.0, *rng.normal(0, 0.2, DIM - 2))]) for _ in far],
+                 metadata={"side": "far"})
+    with psycopg.connect(store.dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE chunks")
+        conn.execute("ANALYZE chunk_windows")
+    yield store
+    store.close()
+
+
+def test_filtered_window_queries_still_return_k_rows(crowded_windows: PostgresStore) -> None:
+    found, plan = _hnsw_rows(crowded_windows, 20, iterative=True)
+    assert "chunks_embedding_hnsw_4" in plan and "chunk_windows_embedding_hnsw_4" in plan
+    assert found == 20
+    without, _ = _hnsw_rows(crowded_windows, 20, iterative=False)
+    assert without < 20
+    results = crowded_windows.vector_search(unit(1.0), 20, SearchFilter.build(metadata={"side": "far"}))
+    assert len(results) == 20 and {r.chunk_id.split("#")[0] for r in results} == {"far"}
+    assert len({r.chunk_id for r in results}) == 20 and [r.rank for r in results] == list(range(1, 21))
+    assert all(r.score > 0.5 for r in results)  # scored by their windows: their own vectors point away
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_replacing_or_deleting_a_document_drops_its_window_rows(migrated_postgres_dsn: str) -> None:
+    store = PostgresStore(migrated_postgres_dsn)
+    try:
+        store.ensure_collection("docs", MODEL, DIM)
+        add_windowed(store, "d1", [unit(1.0)] * 2, [np.stack([unit(0.0, 1.0)] * 4), np.stack([unit(1.0)])])
+        add_windowed(store, "d2", [unit(1.0)], [np.stack([unit(0.0, 1.0)] * 2)])
+        assert count_all(store.dsn, "chunk_windows") == 7
+        add_windowed(store, "d1", [unit(1.0)], [np.stack([unit(0.0, 0.0, 1.0)])])
+        assert count_all(store.dsn, "chunk_windows") == 3
+        _, _, windows = store.export_chunks("d1")
+        assert len(windows) == 1 and np.allclose(windows[0], [unit(0.0, 0.0, 1.0)])
+        store.delete_document("d1")
+        assert count_all(store.dsn, "chunk_windows") == 2
+        store.delete_collection("docs")
+        assert count_all(store.dsn, "chunk_windows") == 0
+    finally:
+        store.close()
+
+
 # Migrations and opening ------------------------------------------------------------------------
 def test_migrations_are_recorded_and_applied_once(fresh_postgres_dsn: str) -> None:
     first = PostgresStore(fresh_postgres_dsn)
@@ -151,6 +254,37 @@ def test_migrations_are_recorded_and_applied_once(fresh_postgres_dsn: str) -> No
     assert again.migration.applied == ()
     with psycopg.connect(fresh_postgres_dsn) as conn:
         assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_a_database_at_migration_3_migrates_to_windows(migrated_postgres_dsn: str) -> None:
+    """Made by undoing migration 4 (it only adds chunk_windows): the old chunks keep their
+    search, the dimension already indexed gets its windows index (with the chunks' m), and
+    the restricted role is granted the new table."""
+    assert SCHEMA_VERSION >= 4
+    old = PostgresStore(migrated_postgres_dsn, hnsw=HnswSettings(m=8))
+    old.ensure_collection("docs", MODEL, DIM)
+    chunks = add_document(old, "old", ["before windows"], vectors=[unit(0.0, 1.0)])
+    old.close()
+    with psycopg.connect(migrated_postgres_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE chunk_windows")
+        conn.execute("DELETE FROM schema_migrations WHERE version > 3")
+
+    store = PostgresStore(migrated_postgres_dsn)
+    try:
+        assert store.migration.applied == tuple(range(4, SCHEMA_VERSION + 1))
+        with psycopg.connect(migrated_postgres_dsn) as conn:
+            definition = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_windows_embedding_hnsw_4'"
+            ).fetchone()[0]  # type: ignore[index]
+        assert "m='8'" in definition and "WHERE (dimension = 4)" in definition
+        assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter())] == ["old#0"]
+        assert store.windows_for_hashes("docs", [chunks[0].content_hash])[chunks[0].content_hash].shape == (0, DIM)
+        add_windowed(store, "new", [unit(0.0, 0.0, 1.0)], [np.stack([unit(1.0), unit(0.0, 0.0, 0.0, 1.0)])])
+        hits = store.vector_search(unit(1.0), 5, SearchFilter())
+        assert [h.chunk_id for h in hits] == ["new#0", "old#0"] and hits[0].score == pytest.approx(1.0)
+        assert store.stats()["window_vectors"] == 2 and store.stats()["schema_version"] == SCHEMA_VERSION
+    finally:
+        store.close()
 
 
 def test_a_newer_schema_is_refused(fresh_postgres_dsn: str) -> None:

@@ -112,12 +112,16 @@ class Store(Protocol):
         title: str,
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
+        windows: Sequence[np.ndarray] | None = None,
     ) -> None:
         """Atomically swap the document's chunks, vectors and keyword rows for these.
 
         One transaction: readers see the old chunks or the new ones, never a mix.
         Sets status ready, error None, chunk_count and content_hash.
         `vectors` is float32 of shape (len(chunks), dimension), L2-normalised.
+        `windows`, when given, holds one float32 array per chunk of shape (k, dimension),
+        k >= 0: the vectors of the chunk's sentence windows (windows.py), which vector
+        search scores the chunk by too.
         """
 
     def delete_document(self, document_id: str) -> None:
@@ -126,6 +130,10 @@ class Store(Protocol):
     # Chunks and vectors --------------------------------------------------
     def vectors_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of chunks in `collection` whose content hash is in `hashes`."""
+
+    def windows_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored window vectors, (k, dimension) with k >= 0, of chunks in `collection` whose
+        content hash is in `hashes` (a chunk stored without windows has k = 0)."""
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]: ...
 
@@ -137,7 +145,8 @@ class Store(Protocol):
         """BM25 over prefix + text. Any-term (OR) matching; empty list for a query with no terms."""
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
-        """Cosine similarity of `vector` (normalised) against the chunks passing `filters`."""
+        """Cosine similarity of `vector` (normalised) against the chunks passing `filters`; a
+        chunk with window vectors scores the best of its own cosine and its windows'."""
 
     # Chat sessions -------------------------------------------------------
     def create_chat_session(self, session_id: str, title: str) -> None:
@@ -209,9 +218,10 @@ class Store(Protocol):
         """Counts of entities, relations and documents with a built graph."""
 
     # Copying between stores (sourcebook copy) -----------------------------
-    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
-        """The document's chunks as `replace_chunks` took them (position order) and their
-        vectors: what moving a knowledge base to another store needs, without re-embedding."""
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[np.ndarray]]:
+        """The document's chunks as `replace_chunks` took them (position order), their
+        vectors and their window vectors: what moving a knowledge base to another store
+        needs, without re-embedding."""
 
     def tenants(self) -> list[str]:
         """Every tenant holding rows in this database, sorted (not only this view's).

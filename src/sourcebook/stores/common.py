@@ -33,6 +33,32 @@ def check_chunks_and_vectors(chunks: Sequence[Chunk], vectors: np.ndarray) -> No
         raise ValueError("chunk positions must be unique within a document")
 
 
+def check_windows(chunks: Sequence[Chunk], vectors: np.ndarray, windows: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+    """Each chunk's window vectors (windows.py) as (k, dimension) float32, k >= 0; None = no windows."""
+    dimension = vectors.shape[1]
+    if windows is None:
+        return [np.zeros((0, dimension), np.float32)] * len(chunks)
+    if len(windows) != len(chunks):
+        raise ValueError(f"got window vectors for {len(windows)} chunks, expected {len(chunks)}")
+    for matrix in windows:
+        if not isinstance(matrix, np.ndarray) or matrix.dtype != np.float32 or matrix.ndim != 2:
+            raise ValueError("window vectors must be 2-d float32 numpy arrays")
+        if len(matrix) and matrix.shape[1] != dimension:
+            raise ValueError(f"window vectors of dimension {matrix.shape[1]} for chunk vectors of dimension {dimension}")
+    return [matrix if len(matrix) else np.zeros((0, dimension), np.float32) for matrix in windows]
+
+
+def max_per_chunk(row_chunk: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk of each group, its best score) for scores whose rows come grouped by chunk
+    (`row_chunk` non-decreasing): a chunk scores the best of its vector and its windows'."""
+    if len(row_chunk) == 0:
+        return row_chunk, scores
+    starts = np.flatnonzero(np.concatenate(([True], row_chunk[1:] != row_chunk[:-1])))
+    if len(starts) == len(row_chunk):  # no windows among these rows
+        return row_chunk, scores
+    return row_chunk[starts], np.maximum.reduceat(scores, starts)
+
+
 def check_vector_dimension(document_id: str, expected: int, vectors: np.ndarray) -> None:
     if vectors.shape[1] != expected:
         raise ValueError(

@@ -10,11 +10,12 @@ Design choices, and why (the schema's own are in postgres_schema.py):
 * Tenant isolation is row-level security, not WHERE clauses: no query here names a
   tenant. Reads are pipelined (the settings and the query go in one round trip).
 * `replace_chunks` locks the document row, deletes its chunks and COPYs the new ones
-  (binary, vectors included) in one transaction: readers see old or new, never a mix;
-  concurrent writers of one document queue on the row lock.
-* Vector search orders by pgvector's cosine distance on the partial HNSW index of the
-  query's dimension, with ``hnsw.iterative_scan`` so that a filtered query still
-  returns k rows; the score is the cosine similarity, 1 - distance.
+  (binary, vectors and sentence-window vectors included) in one transaction: readers
+  see old or new, never a mix; concurrent writers of one document queue on the row lock.
+* Vector search orders by pgvector's cosine distance on the partial HNSW indexes of the
+  query's dimension (chunks' and windows'), with ``hnsw.iterative_scan`` so that a
+  filtered query still returns k rows; the score is the cosine similarity, 1 - distance,
+  of the chunk's best vector, its own or a window's (`vector_sql` says how close to exact).
 * Keyword search is Okapi BM25 computed in one SQL statement from the ``chunk_terms``
   postings of the query's terms (the SQLite store's analyser and formula, so both rank
   alike): document frequencies, chunk count and mean length are the tenant's own,
@@ -47,6 +48,7 @@ from .common import (
     check_chunks_and_vectors,
     check_k,
     check_vector_dimension,
+    check_windows,
     chunk_id,
     collection_not_found,
     indexed_text,
@@ -70,6 +72,7 @@ from .postgres_schema import (
     migrate,
     restricted_role,
     schema_version,
+    window_hnsw_index_name,
 )
 
 _SCOPE = (
@@ -91,6 +94,9 @@ _COPY_COLUMNS = (
     ("dimension", "int4"), ("embedding", "vector"), ("length", "int4"),
 )
 _TERM_COPY_COLUMNS = (("position", "int4"), ("term", "text"), ("tf", "int4"), ("length", "int4"))
+_WINDOW_COPY_COLUMNS = (("position", "int4"), ("number", "int4"), ("embedding", "vector"))
+WINDOW_ROWS_PER_RESULT = 4
+"""Window rows the vector query takes per chunk asked for (`vector_sql`)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class PostgresStore:
         conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS chunk_staging ({columns}) ON COMMIT DELETE ROWS")
         columns = ", ".join(f"{name} {kind}" for name, kind in _TERM_COPY_COLUMNS)
         conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS term_staging ({columns}) ON COMMIT DELETE ROWS")
+        columns = ", ".join(f"{name} {kind}" for name, kind in _WINDOW_COPY_COLUMNS)
+        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS window_staging ({columns}) ON COMMIT DELETE ROWS")
 
     def for_tenant(self, tenant: str) -> PostgresStore:
         """The same database (and pool) scoped to `tenant`."""
@@ -219,7 +227,8 @@ class PostgresStore:
                 ensure_hnsw_index(conn, dimension, self.hnsw.m, self.hnsw.ef_construction)
         except psycopg.Error as exc:
             raise StoreError(
-                f"cannot create the HNSW index {hnsw_index_name(dimension)} on {self._where}: {exc}; "
+                f"cannot create the HNSW indexes {hnsw_index_name(dimension)} and "
+                f"{window_hnsw_index_name(dimension)} on {self._where}: {exc}; "
                 f"the owner of the schema can run `sourcebook migrate` and add the first collection"
             ) from exc
         self._indexed_dimensions.add(dimension)
@@ -326,8 +335,10 @@ class PostgresStore:
         title: str,
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
+        windows: Sequence[np.ndarray] | None = None,
     ) -> None:
         check_chunks_and_vectors(chunks, vectors)
+        window_vectors = check_windows(chunks, vectors, windows)
         with self.transaction() as conn:
             row = conn.execute(
                 """SELECT d.collection, c.dimension FROM documents d JOIN collections c ON c.name = d.collection
@@ -340,7 +351,7 @@ class PostgresStore:
             check_vector_dimension(document_id, dimension, vectors)
             graph_sql.forget_document(postgres_graph.execute_on(conn), document_id)
             conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
-            _copy_chunks(conn, document_id, collection, title, chunks, vectors)
+            _copy_chunks(conn, document_id, collection, title, chunks, vectors, window_vectors)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, chunk_count = %s, content_hash = %s,
                           title = %s, updated_at = %s WHERE id = %s""",
@@ -348,7 +359,8 @@ class PostgresStore:
             )
 
     def delete_document(self, document_id: str) -> None:
-        """Chunks go by ON DELETE CASCADE, in the same statement's transaction."""
+        """Chunks (and their windows and postings) go by ON DELETE CASCADE, in the same
+        statement's transaction."""
         with self.transaction() as conn:
             graph_sql.forget_document(postgres_graph.execute_on(conn), document_id)
             deleted = conn.execute("DELETE FROM documents WHERE id = %s", (document_id,)).rowcount
@@ -367,6 +379,29 @@ class PostgresStore:
             ).fetchall()
         return {h: vector.to_numpy().copy() for h, vector in rows}
 
+    def windows_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Of chunks sharing a hash, the one with the most windows speaks for it (a copy
+        stored before windows existed has none)."""
+        if not hashes:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                """SELECT c.content_hash, c.seq, c.dimension, w.embedding
+                   FROM chunks c LEFT JOIN chunk_windows w ON w.chunk_seq = c.seq
+                   WHERE c.collection = %s AND c.content_hash = ANY(%s) ORDER BY c.seq, w.number""",
+                (collection, list(dict.fromkeys(hashes))),
+            ).fetchall()
+        per_chunk: dict[int, tuple[str, int, list[np.ndarray]]] = {}
+        for content_hash, seq, dimension, embedding in rows:
+            found = per_chunk.setdefault(seq, (content_hash, dimension, []))[2]
+            if embedding is not None:
+                found.append(embedding.to_numpy())
+        best: dict[str, np.ndarray] = {}
+        for content_hash, dimension, found in per_chunk.values():
+            if content_hash not in best or len(found) > len(best[content_hash]):
+                best[content_hash] = _matrix(found, dimension)
+        return best
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         if not chunk_ids:
             return {}
@@ -381,17 +416,22 @@ class PostgresStore:
             ).fetchall()
         return [_stored_chunk(row) for row in rows]
 
-    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[np.ndarray]]:
+        """One statement (one snapshot): each chunk's windows come as an array of float4[]."""
         with self._read() as conn:
             rows = conn.execute(
-                """SELECT position, text, start, "end", heading_path, page, token_count, prefix, embedding
-                   FROM chunks WHERE document_id = %s ORDER BY position""",
+                """SELECT c.position, c.text, c.start, c."end", c.heading_path, c.page, c.token_count, c.prefix,
+                          c.embedding,
+                          (SELECT array_agg(w.embedding::real[] ORDER BY w.number) FROM chunk_windows w
+                           WHERE w.chunk_seq = c.seq)
+                   FROM chunks c WHERE c.document_id = %s ORDER BY c.position""",
                 (document_id,),
             ).fetchall()
         chunks = [Chunk(position, text, start, end, tuple(path), page, tokens, prefix)
-                  for position, text, start, end, path, page, tokens, prefix, _ in rows]
-        vectors = np.stack([row[-1].to_numpy() for row in rows]) if rows else np.zeros((0, 0), np.float32)
-        return chunks, vectors
+                  for position, text, start, end, path, page, tokens, prefix, _, _ in rows]
+        vectors = np.stack([row[-2].to_numpy() for row in rows]) if rows else np.zeros((0, 0), np.float32)
+        windows = [_matrix(row[-1] or [], vectors.shape[1]) for row in rows]
+        return chunks, vectors, windows
 
     def tenants(self) -> list[str]:
         """Read on the login role's own connection: the RLS role sees one tenant only."""
@@ -426,7 +466,9 @@ class PostgresStore:
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
-        """HNSW (iterative scan) on the index of the query's dimension; score = cosine similarity."""
+        """HNSW (iterative scan) on the chunks' and the windows' indexes of the query's
+        dimension; a chunk's score is the cosine similarity of its best vector, its own or
+        a window's (`vector_sql` on the approximation)."""
         check_k(k)
         query = unit_query(vector)
         dimension = len(query)
@@ -439,7 +481,7 @@ class PostgresStore:
                 ).fetchone()
                 if wrong is not None:
                     raise query_dimension_mismatch(wrong[0], wrong[1], dimension)
-            rows = conn.execute(vector_sql(dimension, where), (query, *params, k)).fetchall()
+            rows = conn.execute(vector_sql(dimension, where), vector_params(query, params, k)).fetchall()
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
     # Chat sessions -------------------------------------------------------
@@ -580,6 +622,7 @@ class PostgresStore:
         with self._read() as conn:
             by_status = dict(conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
             chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
+            windows = conn.execute("SELECT count(*) FROM chunk_windows").fetchone()[0]  # type: ignore[index]
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
             version = schema_version(conn)
             graph = postgres_graph.graph_counts(conn)
@@ -592,6 +635,7 @@ class PostgresStore:
             "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
             "chunks": chunks,
             "vectors": chunks,
+            "window_vectors": windows,
             "graph": graph,
             "collections": [asdict(info) for info in self.collections()],
         }
@@ -642,11 +686,12 @@ def _upsert_document_row(conn: psycopg.Connection, query: str, params: tuple[Any
 
 def _copy_chunks(
     conn: psycopg.Connection, document_id: str, collection: str, title: str, chunks: Sequence[Chunk],
-    vectors: np.ndarray,
+    vectors: np.ndarray, windows: Sequence[np.ndarray],
 ) -> None:
-    """Binary COPY of the chunk rows (vectors included) and their BM25 postings into the
-    session's staging tables, then one INSERT ... SELECT each under the tenant's policies
-    (ON COMMIT DELETE ROWS empties the staging tables; a rollback discards their rows)."""
+    """Binary COPY of the chunk rows (vectors included), their BM25 postings and their
+    window vectors into the session's staging tables, then one INSERT ... SELECT each
+    under the tenant's policies (ON COMMIT DELETE ROWS empties the staging tables; a
+    rollback discards their rows)."""
     names = ", ".join(name for name, _ in _COPY_COLUMNS)
     dimension = vectors.shape[1]
     analysed = {c.position: term_counts(indexed_text(title, c.heading_path, c.text)) for c in chunks}
@@ -672,6 +717,20 @@ def _copy_chunks(
                SELECT s.term, c.seq, s.tf, s.length FROM term_staging s
                JOIN chunks c ON c.document_id = %s AND c.position = s.position""",
             (document_id,),
+        )
+        if not any(len(matrix) for matrix in windows):
+            return
+        window_names = ", ".join(name for name, _ in _WINDOW_COPY_COLUMNS)
+        with cursor.copy(f"COPY window_staging ({window_names}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([kind for _, kind in _WINDOW_COPY_COLUMNS])
+            for c, matrix in zip(chunks, windows):
+                for number, window in enumerate(matrix):
+                    copy.write_row((c.position, number, window))
+        cursor.execute(
+            """INSERT INTO chunk_windows (chunk_seq, number, dimension, embedding)
+               SELECT c.seq, s.number, %s, s.embedding FROM window_staging s
+               JOIN chunks c ON c.document_id = %s AND c.position = s.position""",
+            (dimension, document_id),
         )
 
 
@@ -727,25 +786,56 @@ def keyword_sql(where: str) -> str:
 
 
 def vector_sql(dimension: int, where: str) -> str:
-    """The nearest-neighbour query (parameters: query vector, filter values, k).
+    """The nearest-neighbour query (parameters: `vector_params`).
 
-    `dimension` is spelled out, not a parameter, so the planner matches the partial HNSW
-    index of that dimension. The inner ORDER BY walks the index (iterative scans return
-    rows in relaxed order); the outer one restores the exact order.
+    Two nearest-neighbour scans, each on its partial HNSW index of `dimension` (spelled
+    out, not a parameter, so the planner matches the index) and under the same filters:
+    the k nearest chunk vectors, and the k * WINDOW_ROWS_PER_RESULT nearest window
+    vectors (joined to their chunks for the filters). A chunk scores its best distance
+    among the rows found; the k best chunks are returned. The inner ORDER BYs walk the
+    indexes (iterative scans return rows in relaxed order); the outer one restores the
+    exact order.
+
+    The approximation, beside HNSW's own: a chunk of the true top k is found when its best
+    vector is its own (fewer than k chunks beat that); when it is a window, it is found
+    unless the nearer window rows crowd into fewer than k chunks, which takes chunks with
+    more than WINDOW_ROWS_PER_RESULT windows each nearer than it (SciFact averages about
+    five windows a chunk, most far from any one query). A chunk found by one scan only may
+    score below its true best (its other vectors lay beyond both scans), but then it is
+    outside the true top k anyway.
     """
-    distance = f"c.embedding::vector({dimension}) <=> %s::vector({dimension})"
-    return f"""WITH nearest AS MATERIALIZED (
-                   SELECT c.id, {distance} AS distance FROM chunks c
-                   WHERE c.dimension = {int(dimension)} {where}
-                   ORDER BY distance LIMIT %s)
-               SELECT id, 1 - distance FROM nearest ORDER BY distance, id"""
+    def nearest(table: str, alias: str, join: str) -> str:
+        distance = f"{alias}.embedding::vector({dimension}) <=> %s::vector({dimension})"
+        return f"""SELECT c.id, {distance} AS distance FROM {table} {join}
+                   WHERE {alias}.dimension = {int(dimension)} {where}
+                   ORDER BY distance LIMIT %s"""
+
+    return f"""WITH own AS MATERIALIZED ({nearest("chunks c", "c", "")}),
+               windows AS MATERIALIZED ({nearest("chunk_windows w", "w", "JOIN chunks c ON c.seq = w.chunk_seq")})
+               SELECT id, 1 - min(distance) FROM (SELECT * FROM own UNION ALL SELECT * FROM windows) found
+               GROUP BY id ORDER BY min(distance), id LIMIT %s"""
+
+
+def vector_params(query: np.ndarray, filter_params: Sequence[Any], k: int) -> tuple[Any, ...]:
+    """`vector_sql`'s parameters: each scan's query vector, filter values and row limit, then k."""
+    return (query, *filter_params, k, query, *filter_params, k * WINDOW_ROWS_PER_RESULT, k)
 
 
 def _indexed_dimensions(conn: psycopg.Connection) -> set[int]:
+    """Dimensions with both HNSW indexes (chunks' and windows')."""
     rows = conn.execute(
-        "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname LIKE 'chunks_embedding_hnsw_%'"
+        "SELECT indexname FROM pg_indexes WHERE (tablename = 'chunks' AND indexname LIKE 'chunks_embedding_hnsw_%') "
+        "OR (tablename = 'chunk_windows' AND indexname LIKE 'chunk_windows_embedding_hnsw_%')"
     ).fetchall()
-    return {int(name.rsplit("_", 1)[1]) for (name,) in rows}
+    found = [(name.startswith("chunk_windows"), int(name.rsplit("_", 1)[1])) for (name,) in rows]
+    return {dimension for window, dimension in found if not window} & {dimension for window, dimension in found if window}
+
+
+def _matrix(rows: Sequence[Any], dimension: int) -> np.ndarray:
+    """Window vectors as a (k, dimension) float32 array, k >= 0."""
+    if not len(rows):
+        return np.zeros((0, dimension), np.float32)
+    return np.asarray(rows, dtype=np.float32).reshape(-1, dimension)
 
 
 # Rows to values ----------------------------------------------------------------------

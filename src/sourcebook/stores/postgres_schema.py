@@ -14,6 +14,9 @@ Why it looks like this:
 * Vectors of every dimension share one ``vector`` column; each dimension gets its own
   partial HNSW index on ``embedding::vector(d)`` (pgvector's way to index mixed
   dimensions), created when a collection of that dimension first appears.
+* A chunk's sentence-window vectors (windows.py) are rows of ``chunk_windows``, which
+  goes with its chunk by ON DELETE CASCADE and has the same per-dimension partial HNSW
+  indexes, created together with the chunks' (`ensure_hnsw_index`).
 * Keyword search is BM25 over postings, ``chunk_terms`` (term, chunk, tf, chunk length),
   written with the chunk from the same analyser as the SQLite store (Porter stems,
   stopwords kept in the index), so both stores rank alike. The first design, a
@@ -43,6 +46,9 @@ GRAPH_TABLES = (
     "graph_nodes", "graph_mentions", "graph_edges", "graph_edge_support", "graph_aliases", "graph_documents",
     "graph_extractions",
 )
+WINDOW_TABLES = ("chunk_windows",)
+ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, "api_keys")
+"""Every table the store's sessions read and write (`restricted_role` grants them)."""
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
 
@@ -229,6 +235,40 @@ MIGRATIONS += (
         ),
     ),
 )
+MIGRATIONS += (
+    (
+        "sentence-window vectors of chunks",
+        (
+            f"""CREATE TABLE chunk_windows (
+                {_TENANT},
+                chunk_seq bigint NOT NULL REFERENCES chunks (seq) ON DELETE CASCADE,
+                number integer NOT NULL,
+                dimension integer NOT NULL,
+                embedding vector NOT NULL CHECK (vector_dims(embedding) = dimension),
+                PRIMARY KEY (chunk_seq, number))""",
+            *_row_level_security(WINDOW_TABLES),
+            # The windows' HNSW index of every dimension already indexed, with that index's m
+            # and ef_construction (later dimensions get both indexes from ensure_hnsw_index).
+            r"""DO $$
+            DECLARE
+                existing record;
+            BEGIN
+                FOR existing IN
+                    SELECT substring(c.relname FROM '^chunks_embedding_hnsw_([0-9]+)$')::integer AS dimension,
+                           coalesce(' WITH (' || array_to_string(c.reloptions, ', ') || ')', '') AS options
+                    FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                    WHERE i.indrelid = 'chunks'::regclass AND c.relname ~ '^chunks_embedding_hnsw_[0-9]+$'
+                LOOP
+                    EXECUTE format(
+                        'CREATE INDEX %I ON chunk_windows USING hnsw ((embedding::vector(%s)) vector_cosine_ops)%s '
+                        'WHERE dimension = %s',
+                        'chunk_windows_embedding_hnsw_' || existing.dimension, existing.dimension,
+                        existing.options, existing.dimension);
+                END LOOP;
+            END $$""",
+        ),
+    ),
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -288,10 +328,11 @@ def restricted_role(conn: psycopg.Connection) -> str | None:
     ).fetchone()[0]  # type: ignore[index]
     if not bypasses:
         return None
+    # Every table, not one: a migration that adds a table leaves it to be granted here.
     granted = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) "
-        "AND has_table_privilege(%s, 'api_keys', 'SELECT, INSERT, UPDATE, DELETE')",
-        (RLS_ROLE, RLS_ROLE),
+        "AND (SELECT bool_and(has_table_privilege(%s, t, 'SELECT, INSERT, UPDATE, DELETE')) FROM unnest(%s::text[]) t)",
+        (RLS_ROLE, RLS_ROLE, list(ROLE_TABLES)),
     ).fetchone()[0]  # type: ignore[index]
     if not granted:
         with _locked(conn), conn.transaction():
@@ -303,7 +344,7 @@ def restricted_role(conn: psycopg.Connection) -> str | None:
             ).format(role))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
             conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
-                sql.SQL(", ").join(map(sql.Identifier, (*TENANT_TABLES, *GRAPH_TABLES, "api_keys"))), role))
+                sql.SQL(", ").join(map(sql.Identifier, ROLE_TABLES)), role))
             conn.execute(sql.SQL("GRANT SELECT ON schema_migrations TO {}").format(role))
     return RLS_ROLE
 
@@ -312,19 +353,24 @@ def hnsw_index_name(dimension: int) -> str:
     return f"chunks_embedding_hnsw_{dimension}"
 
 
+def window_hnsw_index_name(dimension: int) -> str:
+    return f"chunk_windows_embedding_hnsw_{dimension}"
+
+
 def ensure_hnsw_index(conn: psycopg.Connection, dimension: int, m: int, ef_construction: int) -> None:
-    """Create the partial HNSW index (cosine) for vectors of `dimension` unless it exists."""
-    name = hnsw_index_name(dimension)
+    """Create the partial HNSW indexes (cosine) for chunk and window vectors of `dimension`
+    unless they exist."""
     with _locked(conn):
-        if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None:  # type: ignore[index]
-            return
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX {} ON chunks USING hnsw ((embedding::vector({})) vector_cosine_ops) "
-                "WITH (m = {}, ef_construction = {}) WHERE dimension = {}"
-            ).format(sql.Identifier(name), sql.Literal(dimension), sql.Literal(m), sql.Literal(ef_construction),
-                     sql.Literal(dimension))
-        )
+        for table, name in (("chunks", hnsw_index_name(dimension)), ("chunk_windows", window_hnsw_index_name(dimension))):
+            if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None:  # type: ignore[index]
+                continue
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX {} ON {} USING hnsw ((embedding::vector({})) vector_cosine_ops) "
+                    "WITH (m = {}, ef_construction = {}) WHERE dimension = {}"
+                ).format(sql.Identifier(name), sql.Identifier(table), sql.Literal(dimension), sql.Literal(m),
+                         sql.Literal(ef_construction), sql.Literal(dimension))
+            )
 
 
 class _locked:

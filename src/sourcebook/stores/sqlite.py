@@ -53,6 +53,7 @@ from ..tenants import DEFAULT_TENANT, check_tenant
 from . import graph_sql, sqlite_graph
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from .common import check_chunks_and_vectors as _check_chunks_and_vectors
+from .common import check_windows, max_per_chunk
 from .common import check_k as _check_k
 from .common import check_vector_dimension, chunk_id, collection_not_found, missing_collection, model_mismatch
 from .common import query_dimension_mismatch
@@ -235,6 +236,8 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
             created_at TEXT NOT NULL,
             revoked_at TEXT)""",
     ),
+    # 7: a chunk's sentence-window vectors (windows.py), k x dimension float32; NULL = none
+    ("ALTER TABLE vectors ADD COLUMN windows BLOB",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -251,8 +254,9 @@ _STORED_CHUNK_SELECT = (
 class _VectorPartition:
     """All vectors of one dimension: a contiguous matrix and, per row, its chunk and document."""
 
-    matrix: np.ndarray  # (n, dimension) float32, C-contiguous
+    matrix: np.ndarray  # (n, dimension) float32, C-contiguous: each chunk's vector, then its windows'
     chunk_ids: tuple[str, ...]
+    row_chunk: np.ndarray  # (n,) int32 index into chunk_ids, non-decreasing
     row_document: np.ndarray  # (n,) int32 values of _VectorIndex.document_codes
 
 
@@ -471,14 +475,16 @@ class SQLiteStore:
         title: str,
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
+        windows: Sequence[np.ndarray] | None = None,
     ) -> None:
         _check_chunks_and_vectors(chunks, vectors)
+        window_vectors = check_windows(chunks, vectors, windows)
         with self._write() as conn:
             dimension = _document_dimension(conn, self.tenant, document_id)
             check_vector_dimension(document_id, dimension, vectors)
             graph_sql.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
-            _insert_chunk_rows(conn, document_id, title, chunks, vectors)
+            _insert_chunk_rows(conn, document_id, title, chunks, vectors, window_vectors)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, content_hash = ?,
                           title = ?, updated_at = ? WHERE id = ?""",
@@ -510,6 +516,20 @@ class SQLiteStore:
                 found.update((h, np.frombuffer(blob, dtype=np.float32).copy()) for h, blob in rows)
         return found
 
+    def windows_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._read() as conn:
+            for batch in _batched(list(dict.fromkeys(hashes)), BATCH_SIZE):
+                rows = conn.execute(
+                    f"""SELECT c.content_hash, length(v.vector) / 4, v.windows FROM chunks c
+                        JOIN documents d ON d.id = c.document_id
+                        JOIN vectors v ON v.chunk_seq = c.seq
+                        WHERE d.tenant = ? AND d.collection = ? AND c.content_hash IN ({_placeholders(batch)})""",
+                    (self.tenant, collection, *batch),
+                )
+                found.update((h, _window_matrix(blob, dimension)) for h, dimension, blob in rows)
+        return found
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         found: dict[str, StoredChunk] = {}
         with self._read() as conn:
@@ -529,19 +549,20 @@ class SQLiteStore:
             ).fetchall()
         return [_stored_chunk(row) for row in rows]
 
-    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray]:
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[np.ndarray]]:
         with self._read() as conn:
             rows = conn.execute(
                 """SELECT c.position, c.text, c.start, c."end", c.heading_path, c.page, c.token_count, c.prefix,
-                          v.vector
+                          v.vector, v.windows
                    FROM chunks c JOIN documents d ON d.id = c.document_id JOIN vectors v ON v.chunk_seq = c.seq
                    WHERE d.tenant = ? AND c.document_id = ? ORDER BY c.position""",
                 (self.tenant, document_id),
             ).fetchall()
         chunks = [Chunk(position, text, start, end, tuple(json.loads(path)), page, tokens, prefix)
-                  for position, text, start, end, path, page, tokens, prefix, _ in rows]
-        vectors = np.stack([np.frombuffer(row[-1], dtype=np.float32) for row in rows]) if rows else np.zeros((0, 0), np.float32)
-        return chunks, vectors
+                  for position, text, start, end, path, page, tokens, prefix, _, _ in rows]
+        vectors = np.stack([np.frombuffer(row[-2], dtype=np.float32) for row in rows]) if rows else np.zeros((0, 0), np.float32)
+        windows = [_window_matrix(row[-1], vectors.shape[1]) for row in rows]
+        return chunks, vectors, windows
 
     def tenants(self) -> list[str]:
         with self._read() as conn:
@@ -570,7 +591,8 @@ class SQLiteStore:
         return [ScoredId(chunk_id, rank, score) for rank, (chunk_id, score) in enumerate(index.search(query, k, allowed), 1)]
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
-        """Exact dot products against the cached matrix; the numpy work runs outside the lock."""
+        """Exact dot products against the cached matrix, a chunk scoring the best of its own
+        vector and its windows'; the numpy work runs outside the lock."""
         _check_k(k)
         query = _unit_query(vector)
         with self._read() as conn:
@@ -582,11 +604,11 @@ class SQLiteStore:
             return []
         rows = None if allowed is None else _allowed_rows(index, partition, allowed)
         scores = _scores(partition.matrix, query, rows)
+        chunks, scores = max_per_chunk(partition.row_chunk if rows is None else partition.row_chunk[rows], scores)
         top = _top_indices(scores, k)
-        chosen = top if rows is None else rows[top]
         return [
-            ScoredId(partition.chunk_ids[row], rank, float(scores[i]))
-            for rank, (row, i) in enumerate(zip(chosen, top), 1)
+            ScoredId(partition.chunk_ids[chunks[i]], rank, float(scores[i]))
+            for rank, i in enumerate(top, 1)
         ]
 
     def _current_index(self, conn: sqlite3.Connection) -> _VectorIndex:
@@ -745,8 +767,8 @@ class SQLiteStore:
             by_status = dict(
                 conn.execute("SELECT status, count(*) FROM documents WHERE tenant = ? GROUP BY status", (self.tenant,))
             )
-            chunks, vectors = conn.execute(
-                """SELECT count(c.seq), count(v.chunk_seq) FROM chunks c
+            chunks, vectors, windows = conn.execute(
+                """SELECT count(c.seq), count(v.chunk_seq), coalesce(sum(length(v.windows) / length(v.vector)), 0) FROM chunks c
                    JOIN documents d ON d.id = c.document_id LEFT JOIN vectors v ON v.chunk_seq = c.seq
                    WHERE d.tenant = ?""",
                 (self.tenant,),
@@ -761,6 +783,7 @@ class SQLiteStore:
             "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
             "chunks": chunks,
             "vectors": vectors,
+            "window_vectors": windows,
             "graph": graph,
             "collections": [asdict(info) for info in self.collections()],
         }
@@ -868,7 +891,12 @@ def _delete_chunk_rows(conn: sqlite3.Connection, document_id: str) -> None:
 
 
 def _insert_chunk_rows(
-    conn: sqlite3.Connection, document_id: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray
+    conn: sqlite3.Connection,
+    document_id: str,
+    title: str,
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    windows: Sequence[np.ndarray],
 ) -> None:
     conn.executemany(
         """INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page,
@@ -883,10 +911,20 @@ def _insert_chunk_rows(
     seqs = dict(conn.execute("SELECT position, seq FROM chunks WHERE document_id = ?", (document_id,)))
     contiguous = np.ascontiguousarray(vectors)
     conn.executemany(
-        "INSERT INTO vectors (chunk_seq, vector) VALUES (?, ?)",
-        [(seqs[c.position], contiguous[i].tobytes()) for i, c in enumerate(chunks)],
+        "INSERT INTO vectors (chunk_seq, vector, windows) VALUES (?, ?, ?)",
+        [(seqs[c.position], contiguous[i].tobytes(), _window_blob(windows[i])) for i, c in enumerate(chunks)],
     )
     _index_terms(conn, [(seqs[c.position], _indexed_text(title, c.heading_path, c.text)) for c in chunks])
+
+
+def _window_blob(windows: np.ndarray) -> bytes | None:
+    return np.ascontiguousarray(windows).tobytes() if len(windows) else None
+
+
+def _window_matrix(blob: bytes | None, dimension: int) -> np.ndarray:
+    if not blob:
+        return np.zeros((0, dimension), np.float32)
+    return np.frombuffer(blob, dtype=np.float32).reshape(-1, dimension).copy()
 
 
 def _backfill_terms(conn: sqlite3.Connection) -> None:
@@ -1035,13 +1073,13 @@ def _load_index(conn: sqlite3.Connection, tenant: str, generation: int) -> _Vect
     document_codes: dict[str, int] = {}
     builders: dict[int, _PartitionBuilder] = {}
     rows = conn.execute(
-        """SELECT c.id, c.document_id, v.vector FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq
+        """SELECT c.id, c.document_id, v.vector, v.windows FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq
            JOIN documents d ON d.id = c.document_id WHERE d.tenant = ?""",
         (tenant,),
     )
-    for id_, document_id, blob in rows:
+    for id_, document_id, blob, windows in rows:
         builder = builders.setdefault(len(blob) // 4, _PartitionBuilder())
-        builder.add(id_, document_codes.setdefault(document_id, len(document_codes)), blob)
+        builder.add(id_, document_codes.setdefault(document_id, len(document_codes)), blob, windows)
     partitions = {dimension: builder.build(dimension) for dimension, builder in builders.items()}
     return _VectorIndex(generation, document_codes, partitions)
 
@@ -1053,15 +1091,22 @@ class _PartitionBuilder:
         self.vectors = bytearray()
         self.chunk_ids: list[str] = []
         self.documents: list[int] = []
+        self.rows_per_chunk: list[int] = []
 
-    def add(self, id_: str, document: int, vector: bytes) -> None:
+    def add(self, id_: str, document: int, vector: bytes, windows: bytes | None) -> None:
         self.vectors += vector
+        if windows:
+            self.vectors += windows
         self.chunk_ids.append(id_)
         self.documents.append(document)
+        self.rows_per_chunk.append(1 + len(windows or b"") // len(vector))
 
     def build(self, dimension: int) -> _VectorPartition:
         matrix = np.frombuffer(self.vectors, dtype=np.float32).reshape(-1, dimension)
-        return _VectorPartition(matrix, tuple(self.chunk_ids), np.array(self.documents, dtype=np.int32))
+        counts = np.array(self.rows_per_chunk, dtype=np.int64)
+        row_chunk = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        row_document = np.repeat(np.array(self.documents, dtype=np.int32), counts)
+        return _VectorPartition(matrix, tuple(self.chunk_ids), row_chunk, row_document)
 
 
 def _allowed_rows(index: _VectorIndex, partition: _VectorPartition, allowed: list[str]) -> np.ndarray:
