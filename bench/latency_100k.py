@@ -9,7 +9,10 @@ The corpus is synthetic but built from SciFact so both retrievers see realistic 
   sentences from that document, the rest from anywhere in the corpus;
 * vectors: real chunk vectors (about 2,000 real chunk texts embedded once with the
   configured model) plus small Gaussian noise, renormalised, so they cluster the way
-  real embeddings do and queries have genuinely close neighbours.
+  real embeddings do and queries have genuinely close neighbours;
+* window vectors (with `vector_windows` on, the default): as many per chunk as
+  `windows.window_texts` gives for its text, each its chunk's vector plus noise, so
+  the exact search reads as many rows as a real knowledge base of this size.
 
 Chunks are written straight through the store (ensure_collection / upsert_document /
 replace_chunks) in documents of about 10 chunks; the model never runs on 100k texts.
@@ -43,13 +46,14 @@ from sourcebook.loaders import iter_beir
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter, sha256_text
 from sourcebook.retrieval import SearchOptions, reciprocal_rank_fusion
 from sourcebook.sentences import sentence_texts
+from sourcebook.windows import window_texts
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))
 CACHE = HERE / ".cache"
 RESULTS = HERE / "results" / "latency_100k.json"
 COLLECTION = "default"
-GENERATOR_VERSION = 2  # bump when the generated corpus changes, to invalidate cached databases
+GENERATOR_VERSION = 3  # bump when the generated corpus changes, to invalidate cached databases
 TARGET_P50_MS = 20.0
 OWN_DOCUMENT_SHARE = 0.6  # of a synthetic document's sentences drawn from its title's real document
 OTHER_BASE_SHARE = 0.2  # of a synthetic document's chunks whose vector derives from another real chunk
@@ -132,7 +136,7 @@ def build(kb: KnowledgeBase, material: dict[str, Any], n_chunks: int, per_doc: i
     store.ensure_collection(COLLECTION, embedder.name, embedder.dimension)
     documents, sentences, pool = material["documents"], material["sentences"], material["all_sentences"]
     real_doc, real_vectors, lengths = material["real_doc"], material["vectors"], material["chunk_chars"]
-    written = 0
+    written = window_count = 0
     d = 0
     cosines: list[float] = []
     while written < n_chunks:
@@ -157,13 +161,17 @@ def build(kb: KnowledgeBase, material: dict[str, Any], n_chunks: int, per_doc: i
         store.upsert_document(doc_id, collection=COLLECTION, source=source, title=title,
                               media_type="application/x-beir", metadata={"synthetic": True, "from": real.source},
                               status=DocumentStatus.PROCESSING)
+        windows = [noisy(rng, np.repeat(vectors[i : i + 1], len(window_texts(chunk)), axis=0), sigma)
+                   if kb.settings.vector_windows else np.zeros((0, vectors.shape[1]), np.float32)
+                   for i, chunk in enumerate(chunks)]
+        window_count += sum(len(w) for w in windows)
         store.replace_chunks(doc_id, content_hash=sha256_text("\x00".join(texts)), title=title, chunks=chunks,
-                             vectors=vectors)
+                             vectors=vectors, windows=windows)
         written += count
         d += 1
         if d % 2000 == 0:
             say(f"  {written:,} chunks in {d:,} documents (load {load()})")
-    return {"documents": d, "chunks": written, "mean_cosine_to_base": float(np.mean(cosines))}
+    return {"documents": d, "chunks": written, "window_vectors": window_count, "mean_cosine_to_base": float(np.mean(cosines))}
 
 
 def timings(fn: Callable[[int], object], n: int) -> tuple[float, float, list[float]]:
@@ -197,7 +205,8 @@ def main() -> None:
     embedder = probe.embedder
     params = {"v": GENERATOR_VERSION, "model": embedder.name, "chunks": args.chunks,
               "per_doc": args.chunks_per_document, "n_real": args.real_texts, "noise": args.noise, "seed": args.seed,
-              "max_tokens": probe.settings.chunk_max_tokens, "overlap": probe.settings.chunk_overlap}
+              "max_tokens": probe.settings.chunk_max_tokens, "overlap": probe.settings.chunk_overlap,
+              "windows": probe.settings.vector_windows}
     db = CACHE / f"latency_100k-{key_of(params)}.db"
     report["params"] = params
     report["db"] = str(db)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sourcebook import KnowledgeBase
+from sourcebook.stores import open_store
 from sourcebook.stores.postgres_schema import SCHEMA_VERSION
 from tests.test_cli import check_hit, run
 
@@ -67,6 +69,25 @@ def _results(db: str) -> dict[str, list[tuple[str, float]]]:
         }
 
 
+def _window_vectors(db: str) -> dict[tuple[str, str], list[np.ndarray]]:
+    """Every document's window vectors, per chunk, of every tenant: what copying must carry."""
+    store = open_store(db)
+    try:
+        return {
+            (tenant, record.id): store.for_tenant(tenant).export_chunks(record.id)[2]
+            for tenant in store.tenants() for record in store.for_tenant(tenant).list_documents()
+        }
+    finally:
+        store.close()
+
+
+def _same_windows(a: dict[tuple[str, str], list[np.ndarray]], b: dict[tuple[str, str], list[np.ndarray]]) -> bool:
+    return a.keys() == b.keys() and all(
+        len(a[key]) == len(b[key]) and all(x.shape == y.shape and np.allclose(x, y) for x, y in zip(a[key], b[key]))
+        for key in a
+    )
+
+
 @pytest.mark.slow
 def test_copy_round_trip_sqlite_postgres_sqlite_keeps_search_results(
     tmp_path: Path, example_docs: Path, fresh_postgres_dsn: str
@@ -88,6 +109,10 @@ def test_copy_round_trip_sqlite_postgres_sqlite_keeps_search_results(
     back = str(tmp_path / "back.db")
     run("copy", fresh_postgres_dsn, back)
     assert _results(back) == _results(original)
+    windows = _window_vectors(original)
+    assert sum(len(w) for chunks in windows.values() for w in chunks) > 0  # ingest made sentence windows
+    assert _same_windows(_window_vectors(fresh_postgres_dsn), windows)
+    assert _same_windows(_window_vectors(back), windows)
     with KnowledgeBase.open(original) as a, KnowledgeBase.open(back) as b:
         strip = lambda d: {k: v for k, v in d.to_dict().items() if k not in ("created_at", "updated_at")}  # noqa: E731
         assert [strip(d) for d in a.documents()] == [strip(d) for d in b.documents()]

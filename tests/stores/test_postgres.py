@@ -15,7 +15,7 @@ from sourcebook.errors import StoreError
 from sourcebook.models import SearchFilter
 from sourcebook.stores import open_store
 from sourcebook.stores.embedded_pg import EmbeddedPostgres
-from sourcebook.stores.postgres import HnswSettings, PostgresStore, filter_sql, open_postgres, vector_params, vector_sql
+from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
 from sourcebook.stores.postgres_schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
 from tests.conformance.test_store import DIM, MODEL, add_document, make_chunks, unit
 
@@ -136,9 +136,7 @@ def crowded(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
 
 def _hnsw_rows(store: PostgresStore, k: int, iterative: bool) -> tuple[int, str]:
     """Run the store's vector query for the far side with the planner made to use the index."""
-    where, params = filter_sql(SearchFilter.build(metadata={"side": "far"}))
-    sql = vector_sql(DIM, where)
-    args = vector_params(unit(1.0), params, k)
+    sql, args = vector_query(unit(1.0), k, SearchFilter.build(metadata={"side": "far"}))
     with store.transaction() as conn:
         conn.execute("SET LOCAL enable_seqscan = off")
         if not iterative:
@@ -223,6 +221,33 @@ def test_filtered_window_queries_still_return_k_rows(crowded_windows: PostgresSt
     assert all(r.score > 0.5 for r in results)  # scored by their windows: their own vectors point away
     scores = [r.score for r in results]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_the_window_scan_is_skipped_where_no_windows_can_match(migrated_postgres_dsn: str) -> None:
+    """Else an iterative scan with nothing to find walks the index to hnsw.max_scan_tuples."""
+    store = PostgresStore(migrated_postgres_dsn)
+    try:
+        for collection in ("docs", "plain"):
+            store.ensure_collection(collection, MODEL, DIM)
+        add_windowed(store, "windowed", [unit(0.0, 1.0)], [np.stack([unit(1.0)])])
+        add_document(store, "plain", ["no windows"], vectors=[unit(1.0, 1.0)], collection="plain")
+
+        def window_scan(filters: SearchFilter, view: PostgresStore = store) -> str:
+            sql, args = vector_query(unit(1.0), 5, filters)
+            with view.transaction() as conn:
+                conn.execute("SET LOCAL enable_seqscan = off")
+                plan = [row[0] for row in conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", args)]
+            return next(line for line in plan if "chunk_windows_embedding_hnsw_4" in line)
+
+        assert "never executed" not in window_scan(SearchFilter())
+        assert "never executed" not in window_scan(SearchFilter(collections=("docs",)))
+        assert "never executed" in window_scan(SearchFilter(collections=("plain",)))
+        assert "never executed" in window_scan(SearchFilter(), store.for_tenant("acme"))
+        assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter())] == ["windowed#0", "plain#0"]
+        assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter(collections=("plain",)))] == [
+            "plain#0"]
+    finally:
+        store.close()
 
 
 def test_replacing_or_deleting_a_document_drops_its_window_rows(migrated_postgres_dsn: str) -> None:

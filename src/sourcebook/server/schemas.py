@@ -113,7 +113,7 @@ class StatusEvent(BaseModel):
 
 # Search -----------------------------------------------------------------------------------
 MetadataFilter = Annotated[
-    dict[Annotated[str, StringConstraints(pattern=r'^[^"]+$')], str | int | float | bool],
+    dict[Annotated[str, StringConstraints(pattern=r'^[^"\x00]+$')], str | int | float | bool],  # the store refuses " and NUL
     Field(json_schema_extra={"additionalProperties": False}),  # keys not matching the pattern are refused
 ]
 """Exact matches on document metadata: key -> a string, number or boolean."""

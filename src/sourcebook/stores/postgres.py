@@ -15,7 +15,7 @@ Design choices, and why (the schema's own are in postgres_schema.py):
 * Vector search orders by pgvector's cosine distance on the partial HNSW indexes of the
   query's dimension (chunks' and windows'), with ``hnsw.iterative_scan`` so that a
   filtered query still returns k rows; the score is the cosine similarity, 1 - distance,
-  of the chunk's best vector, its own or a window's (`vector_sql` says how close to exact).
+  of the chunk's best vector, its own or a window's (`vector_query` says how close to exact).
 * Keyword search is Okapi BM25 computed in one SQL statement from the ``chunk_terms``
   postings of the query's terms (the SQLite store's analyser and formula, so both rank
   alike): document frequencies, chunk count and mean length are the tenant's own,
@@ -96,7 +96,7 @@ _COPY_COLUMNS = (
 _TERM_COPY_COLUMNS = (("position", "int4"), ("term", "text"), ("tf", "int4"), ("length", "int4"))
 _WINDOW_COPY_COLUMNS = (("position", "int4"), ("number", "int4"), ("embedding", "vector"))
 WINDOW_ROWS_PER_RESULT = 4
-"""Window rows the vector query takes per chunk asked for (`vector_sql`)."""
+"""Window rows the vector query takes per chunk asked for (`vector_query`)."""
 
 
 @dataclass(frozen=True)
@@ -468,11 +468,10 @@ class PostgresStore:
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
         """HNSW (iterative scan) on the chunks' and the windows' indexes of the query's
         dimension; a chunk's score is the cosine similarity of its best vector, its own or
-        a window's (`vector_sql` on the approximation)."""
+        a window's (`vector_query` on the approximation)."""
         check_k(k)
         query = unit_query(vector)
         dimension = len(query)
-        where, params = filter_sql(filters)
         with self._read() as conn:
             if filters.collections:
                 wrong = conn.execute(
@@ -481,7 +480,7 @@ class PostgresStore:
                 ).fetchone()
                 if wrong is not None:
                     raise query_dimension_mismatch(wrong[0], wrong[1], dimension)
-            rows = conn.execute(vector_sql(dimension, where), vector_params(query, params, k)).fetchall()
+            rows = conn.execute(*vector_query(query, k, filters)).fetchall()
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
     # Chat sessions -------------------------------------------------------
@@ -727,10 +726,10 @@ def _copy_chunks(
                 for number, window in enumerate(matrix):
                     copy.write_row((c.position, number, window))
         cursor.execute(
-            """INSERT INTO chunk_windows (chunk_seq, number, dimension, embedding)
-               SELECT c.seq, s.number, %s, s.embedding FROM window_staging s
+            """INSERT INTO chunk_windows (chunk_seq, number, collection, dimension, embedding)
+               SELECT c.seq, s.number, %s, %s, s.embedding FROM window_staging s
                JOIN chunks c ON c.document_id = %s AND c.position = s.position""",
-            (dimension, document_id),
+            (collection, dimension, document_id),
         )
 
 
@@ -785,16 +784,18 @@ def keyword_sql(where: str) -> str:
         ORDER BY s.score DESC, s.chunk_seq"""
 
 
-def vector_sql(dimension: int, where: str) -> str:
-    """The nearest-neighbour query (parameters: `vector_params`).
+def vector_query(query: np.ndarray, k: int, filters: SearchFilter) -> tuple[str, tuple[Any, ...]]:
+    """The nearest-neighbour query and its parameters.
 
-    Two nearest-neighbour scans, each on its partial HNSW index of `dimension` (spelled
-    out, not a parameter, so the planner matches the index) and under the same filters:
-    the k nearest chunk vectors, and the k * WINDOW_ROWS_PER_RESULT nearest window
-    vectors (joined to their chunks for the filters). A chunk scores its best distance
-    among the rows found; the k best chunks are returned. The inner ORDER BYs walk the
-    indexes (iterative scans return rows in relaxed order); the outer one restores the
-    exact order.
+    Two nearest-neighbour scans, each on its partial HNSW index of the query's dimension
+    (spelled out, not a parameter, so the planner matches the index) and under the same
+    filters: the k nearest chunk vectors, and the k * WINDOW_ROWS_PER_RESULT nearest
+    window vectors (joined to their chunks for the filters). A chunk scores its best
+    distance among the rows found; the k best chunks are returned. The inner ORDER BYs
+    walk the indexes (iterative scans return rows in relaxed order); the outer one
+    restores the exact order. The windows' scan runs only if the tenant has windows of
+    that dimension (in the filtered collections): with none to find, an iterative scan
+    would walk the index up to hnsw.max_scan_tuples.
 
     The approximation, beside HNSW's own: a chunk of the true top k is found when its best
     vector is its own (fewer than k chunks beat that); when it is a window, it is found
@@ -804,21 +805,22 @@ def vector_sql(dimension: int, where: str) -> str:
     score below its true best (its other vectors lay beyond both scans), but then it is
     outside the true top k anyway.
     """
-    def nearest(table: str, alias: str, join: str) -> str:
-        distance = f"{alias}.embedding::vector({dimension}) <=> %s::vector({dimension})"
-        return f"""SELECT c.id, {distance} AS distance FROM {table} {join}
-                   WHERE {alias}.dimension = {int(dimension)} {where}
-                   ORDER BY distance LIMIT %s"""
-
-    return f"""WITH own AS MATERIALIZED ({nearest("chunks c", "c", "")}),
-               windows AS MATERIALIZED ({nearest("chunk_windows w", "w", "JOIN chunks c ON c.seq = w.chunk_seq")})
-               SELECT id, 1 - min(distance) FROM (SELECT * FROM own UNION ALL SELECT * FROM windows) found
-               GROUP BY id ORDER BY min(distance), id LIMIT %s"""
-
-
-def vector_params(query: np.ndarray, filter_params: Sequence[Any], k: int) -> tuple[Any, ...]:
-    """`vector_sql`'s parameters: each scan's query vector, filter values and row limit, then k."""
-    return (query, *filter_params, k, query, *filter_params, k * WINDOW_ROWS_PER_RESULT, k)
+    dimension = int(len(query))
+    where, params = filter_sql(filters)
+    distance = "{}.embedding::vector({}) <=> %s::vector({})"
+    own = f"""SELECT c.id, {distance.format("c", dimension, dimension)} AS distance FROM chunks c
+              WHERE c.dimension = {dimension} {where} ORDER BY distance LIMIT %s"""
+    probe = "x.dimension = " + str(dimension) + (" AND x.collection = ANY(%s)" if filters.collections else "")
+    windows = f"""SELECT c.id, {distance.format("w", dimension, dimension)} AS distance
+                  FROM chunk_windows w JOIN chunks c ON c.seq = w.chunk_seq
+                  WHERE w.dimension = {dimension} {where}
+                    AND EXISTS (SELECT 1 FROM chunk_windows x WHERE {probe})
+                  ORDER BY distance LIMIT %s"""
+    sql = f"""WITH own AS MATERIALIZED ({own}), windows AS MATERIALIZED ({windows})
+              SELECT id, 1 - min(distance) FROM (SELECT * FROM own UNION ALL SELECT * FROM windows) found
+              GROUP BY id ORDER BY min(distance), id LIMIT %s"""
+    probe_params = [list(filters.collections)] if filters.collections else []
+    return sql, (query, *params, k, query, *params, *probe_params, k * WINDOW_ROWS_PER_RESULT, k)
 
 
 def _indexed_dimensions(conn: psycopg.Connection) -> set[int]:

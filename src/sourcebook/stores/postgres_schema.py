@@ -16,7 +16,8 @@ Why it looks like this:
   dimensions), created when a collection of that dimension first appears.
 * A chunk's sentence-window vectors (windows.py) are rows of ``chunk_windows``, which
   goes with its chunk by ON DELETE CASCADE and has the same per-dimension partial HNSW
-  indexes, created together with the chunks' (`ensure_hnsw_index`).
+  indexes, created together with the chunks' (`ensure_hnsw_index`). Its btree on
+  (tenant, dimension, collection) tells a search whether any windows can match at all.
 * Keyword search is BM25 over postings, ``chunk_terms`` (term, chunk, tf, chunk length),
   written with the chunk from the same analyser as the SQLite store (Porter stems,
   stopwords kept in the index), so both stores rank alike. The first design, a
@@ -243,9 +244,13 @@ MIGRATIONS += (
                 {_TENANT},
                 chunk_seq bigint NOT NULL REFERENCES chunks (seq) ON DELETE CASCADE,
                 number integer NOT NULL,
+                collection text NOT NULL,
                 dimension integer NOT NULL,
                 embedding vector NOT NULL CHECK (vector_dims(embedding) = dimension),
                 PRIMARY KEY (chunk_seq, number))""",
+            # Whether any windows can match: vector search skips the windows' HNSW scan when
+            # none do, which would otherwise walk the index to hnsw.max_scan_tuples.
+            "CREATE INDEX chunk_windows_presence ON chunk_windows (tenant, dimension, collection)",
             *_row_level_security(WINDOW_TABLES),
             # The windows' HNSW index of every dimension already indexed, with that index's m
             # and ef_construction (later dimensions get both indexes from ensure_hnsw_index).
