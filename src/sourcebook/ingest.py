@@ -123,8 +123,8 @@ class _Pending:
     """A parsed document waiting for its missing vectors.
 
     `vectors` and `windows` map a chunk's content hash to its own vector and to its
-    window vectors (k, dimension); `missing` and `missing_windows` are the positions in
-    `chunks` still to embed, and `window_texts` the windows each of those needs.
+    window vectors (k, dimension); `missing` holds the positions in `chunks` whose own
+    vector is still to embed, `missing_windows` those whose windows are (with their texts).
     """
 
     doc_id: str
@@ -137,6 +137,10 @@ class _Pending:
     action: str
     windows: dict[str, np.ndarray] = field(default_factory=dict)
     missing_windows: dict[int, list[str]] = field(default_factory=dict)
+
+    def text_count(self) -> int:
+        """How many texts `texts()` holds, without building them (checked per queued source)."""
+        return len(self.missing) + sum(len(texts) for texts in self.missing_windows.values())
 
     def texts(self) -> list[str]:
         """What to embed, in the order `take` reads the vectors back."""
@@ -204,7 +208,7 @@ class Ingestor:
                 if result is not None:
                     results.append(result)
                     self._emit("document", 1, result)
-                if sum(len(p.texts()) for p in self._queue) >= EMBED_BATCH_CHUNKS:
+                if sum(p.text_count() for p in self._queue) >= EMBED_BATCH_CHUNKS:
                     if in_flight is not None:
                         results.extend(self._finish(in_flight))
                     in_flight = self._start(worker)
@@ -260,8 +264,7 @@ class Ingestor:
 
         Stored windows are reused when there are as many as the chunk needs now, since they
         come from the chunk's text alone (a chunk stored before windows existed has none)."""
-        needed = {i: window_texts(chunk) for i, chunk in enumerate(pending.chunks)}
-        needed = {i: texts for i, texts in needed.items() if texts}
+        needed = {i: texts for i, chunk in enumerate(pending.chunks) if (texts := window_texts(chunk))}
         stored = self.store.windows_for_hashes(collection, [pending.chunks[i].content_hash for i in needed])
         for i, texts in needed.items():
             found = stored.get(pending.chunks[i].content_hash)
@@ -288,7 +291,7 @@ class Ingestor:
         results: list[IngestResult] = []
         offset = 0
         for pending in batch.documents:
-            count = len(pending.texts())
+            count = pending.text_count()
             if count:
                 assert fresh is not None
                 pending.take(fresh[offset : offset + count])
@@ -326,5 +329,6 @@ class Ingestor:
             title=pending.parsed.title,
             chunks=pending.chunks,
             vectors=matrix,
-            windows=[pending.windows.get(c.content_hash, np.zeros((0, dim), np.float32)).astype(np.float32) for c in pending.chunks],
+            windows=[pending.windows.get(c.content_hash, np.zeros((0, dim), np.float32)).astype(np.float32, copy=False)
+                     for c in pending.chunks],
         )

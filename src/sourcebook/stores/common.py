@@ -48,17 +48,6 @@ def check_windows(chunks: Sequence[Chunk], vectors: np.ndarray, windows: Sequenc
     return [matrix if len(matrix) else np.zeros((0, dimension), np.float32) for matrix in windows]
 
 
-def max_per_chunk(row_chunk: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk of each group, its best score) for scores whose rows come grouped by chunk
-    (`row_chunk` non-decreasing): a chunk scores the best of its vector and its windows'."""
-    if len(row_chunk) == 0:
-        return row_chunk, scores
-    starts = np.flatnonzero(np.concatenate(([True], row_chunk[1:] != row_chunk[:-1])))
-    if len(starts) == len(row_chunk):  # no windows among these rows
-        return row_chunk, scores
-    return row_chunk[starts], np.maximum.reduceat(scores, starts)
-
-
 def check_vector_dimension(document_id: str, expected: int, vectors: np.ndarray) -> None:
     if vectors.shape[1] != expected:
         raise ValueError(

@@ -53,7 +53,7 @@ from ..tenants import DEFAULT_TENANT, check_tenant
 from . import graph_sql, sqlite_graph
 from .base import ChatMessageRecord, ChatSessionRecord, CollectionInfo
 from .common import check_chunks_and_vectors as _check_chunks_and_vectors
-from .common import check_windows, max_per_chunk
+from .common import check_windows
 from .common import check_k as _check_k
 from .common import check_vector_dimension, chunk_id, collection_not_found, missing_collection, model_mismatch
 from .common import query_dimension_mismatch
@@ -503,31 +503,25 @@ class SQLiteStore:
 
     # Chunks and vectors --------------------------------------------------
     def vectors_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        with self._read() as conn:
-            for batch in _batched(list(dict.fromkeys(hashes)), BATCH_SIZE):
-                rows = conn.execute(
-                    f"""SELECT c.content_hash, v.vector FROM chunks c
-                        JOIN documents d ON d.id = c.document_id
-                        JOIN vectors v ON v.chunk_seq = c.seq
-                        WHERE d.tenant = ? AND d.collection = ? AND c.content_hash IN ({_placeholders(batch)})""",
-                    (self.tenant, collection, *batch),
-                )
-                found.update((h, np.frombuffer(blob, dtype=np.float32).copy()) for h, blob in rows)
-        return found
+        rows = self._vector_rows_for_hashes(collection, hashes)
+        return {h: np.frombuffer(vector, dtype=np.float32).copy() for h, vector, _ in rows}
 
     def windows_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
+        rows = self._vector_rows_for_hashes(collection, hashes)
+        return {h: _window_matrix(windows, len(vector) // 4) for h, vector, windows in rows}
+
+    def _vector_rows_for_hashes(self, collection: str, hashes: Sequence[str]) -> list[tuple[str, bytes, bytes | None]]:
+        """(content hash, vector blob, windows blob) of the collection's chunks with these hashes."""
+        found: list[tuple[str, bytes, bytes | None]] = []
         with self._read() as conn:
             for batch in _batched(list(dict.fromkeys(hashes)), BATCH_SIZE):
-                rows = conn.execute(
-                    f"""SELECT c.content_hash, length(v.vector) / 4, v.windows FROM chunks c
+                found += conn.execute(
+                    f"""SELECT c.content_hash, v.vector, v.windows FROM chunks c
                         JOIN documents d ON d.id = c.document_id
                         JOIN vectors v ON v.chunk_seq = c.seq
                         WHERE d.tenant = ? AND d.collection = ? AND c.content_hash IN ({_placeholders(batch)})""",
                     (self.tenant, collection, *batch),
-                )
-                found.update((h, _window_matrix(blob, dimension)) for h, dimension, blob in rows)
+                ).fetchall()
         return found
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
@@ -604,7 +598,7 @@ class SQLiteStore:
             return []
         rows = None if allowed is None else _allowed_rows(index, partition, allowed)
         scores = _scores(partition.matrix, query, rows)
-        chunks, scores = max_per_chunk(partition.row_chunk if rows is None else partition.row_chunk[rows], scores)
+        chunks, scores = _max_per_chunk(partition.row_chunk if rows is None else partition.row_chunk[rows], scores)
         top = _top_indices(scores, k)
         return [
             ScoredId(partition.chunk_ids[chunks[i]], rank, float(scores[i]))
@@ -1124,6 +1118,17 @@ def _scores(matrix: np.ndarray, query: np.ndarray, rows: np.ndarray | None) -> n
     if 2 * len(rows) < len(matrix):
         return matrix[rows] @ query
     return (matrix @ query)[rows]
+
+
+def _max_per_chunk(row_chunk: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk of each group, its best score) for scores whose rows come grouped by chunk
+    (`row_chunk` non-decreasing): a chunk scores the best of its vector and its windows'."""
+    if len(row_chunk) == 0:
+        return row_chunk, scores
+    starts = np.flatnonzero(np.concatenate(([True], row_chunk[1:] != row_chunk[:-1])))
+    if len(starts) == len(row_chunk):  # no windows among these rows
+        return row_chunk, scores
+    return row_chunk[starts], np.maximum.reduceat(scores, starts)
 
 
 def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
