@@ -7,10 +7,11 @@ DEMO_DB := examples/demo.db
 
 .PHONY: setup browser demo test test-fast
 
-setup: browser $(VENV)/.installed
+setup: $(VENV)/.installed
 
 # Debian's chromium for the web page's browser test (tests/web/): Playwright drives it at
-# /usr/bin/chromium and never downloads a browser of its own. Installed once, if missing.
+# /usr/bin/chromium and never downloads a browser of its own. Installed once, if missing, by
+# `make test` (CI) only: `make demo` and `make setup` never install system packages.
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -31,8 +32,8 @@ demo: setup
 	$(SB) --db $(DEMO_DB) add examples/docs
 	$(SB) --db $(DEMO_DB) ask "How many days of paid holiday does a full-time employee get?"
 
-test: setup
+test: setup browser
 	$(PY) -m pytest
 
-test-fast: setup
+test-fast: setup browser
 	$(PY) -m pytest -m "not slow"

@@ -349,7 +349,7 @@ def chat(
     """Talk with the documents: follow-up questions build on the earlier ones (kept in the knowledge base)."""
     with _errors(as_json), _open() as kb:
         if list_sessions:
-            sessions = kb.store.list_chat_sessions()
+            sessions = kb.chat_sessions()
             if as_json:
                 _emit_json({"sessions": [asdict(s) for s in sessions]})
                 return

@@ -87,7 +87,7 @@ def _list(query: str | None, type_: str | None, limit: int, offset: int, as_json
 
     with _errors(as_json), _open() as kb:
         entities = kb.entities(query, type=type_, limit=limit, offset=offset)
-        stats = kb.store.graph_stats()
+        stats = kb.graph_stats()
     if as_json:
         _emit_json({"entities": [e.to_dict() for e in entities], "graph": stats})
     elif entities:

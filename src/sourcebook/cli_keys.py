@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .apikeys import ApiKey, KeyStore, Role, key_store_for, make_grants
+from .apikeys import ApiKey, KeyStore, Role, make_grants
 
 keys_app = typer.Typer(help="API keys of the HTTP service (`sourcebook serve`).", no_args_is_help=True)
 out = Console()
@@ -29,7 +29,7 @@ def _keys() -> Iterator[tuple[KeyStore, str]]:
     from .cli import _open
 
     with _open() as kb:
-        store = key_store_for(kb.store)
+        store = kb.api_keys()
         try:
             yield store, kb.tenant
         finally:

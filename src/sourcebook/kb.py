@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .apikeys import KeyStore, key_store_for
 from .answering.llm import Answerer, AnswerStream, Question
 from .chat import ChatSession
 from .embedders import create_embedder
@@ -354,6 +355,9 @@ class KnowledgeBase:
     def delete_chat_session(self, session_id: str) -> None:
         self.store.delete_chat_session(session_id)
 
+    def api_keys(self) -> KeyStore:
+        """The API keys kept in this knowledge base's own database (`sourcebook keys`, the server)."""
+        return key_store_for(self.store)
 
     # Knowledge graph (graph/) -------------------------------------------
     def graph_extractor(self, llm: str | None = None, kind: str | None = None) -> Extractor:
@@ -398,6 +402,10 @@ class KnowledgeBase:
         """An entity (by name, alias or unique substring) with its passages and its neighbours,
         each with the passages supporting the relation. Raises EntityNotFoundError."""
         return entity_view(self.store, name, neighbours)
+
+    def graph_stats(self) -> dict[str, int]:
+        """Counts of entities, relations and documents with a built graph."""
+        return self.store.graph_stats()
 
     def graph(self, limit: int | None = None) -> dict[str, Any]:
         """The graph as {"nodes", "edges"} (graph/export.py): the `limit` most mentioned entities

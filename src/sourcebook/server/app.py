@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..apikeys import KeyStore, key_store_for
+from ..apikeys import KeyStore
 from ..errors import SourcebookError
 from ..kb import KnowledgeBase
 from .config import ServerSettings
@@ -99,7 +99,7 @@ def create_app(
     if not settings.auth:
         keys = None
     elif keys is None:
-        keys = key_store_for(kb.store)
+        keys = kb.api_keys()
     metrics = Metrics()
     uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
 

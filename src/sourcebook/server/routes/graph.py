@@ -50,7 +50,7 @@ def get_graph(
     with their supporting chunk ids), with the whole graph's size and whether this key may build it."""
     _require(call, Role.READ)
     graph = call.kb.graph(limit)
-    return {**graph, "stats": call.kb.store.graph_stats(), "can_build": call.principal.key.allows(Role.WRITE, None)}
+    return {**graph, "stats": call.kb.graph_stats(), "can_build": call.principal.key.allows(Role.WRITE, None)}
 
 
 @router.get("/entities", response_model=EntityList, responses=error_responses(403))
@@ -64,7 +64,7 @@ def list_entities(
     """Entities, most mentioned first, as `sourcebook graph list --json` (or `graph search`) prints them."""
     _require(call, Role.READ)
     entities = call.kb.entities(q, type=type_filter, limit=limit, offset=offset)
-    return {"entities": [e.to_dict() for e in entities], "graph": call.kb.store.graph_stats()}
+    return {"entities": [e.to_dict() for e in entities], "graph": call.kb.graph_stats()}
 
 
 @router.get(
