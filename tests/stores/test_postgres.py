@@ -1,6 +1,6 @@
 """What only the Postgres store has: row-level security proven by hand-written SQL, HNSW
 iterative scans, versioned migrations, sentence-window rows and its URL. The shared behaviour
-is in tests/conformance/."""
+is in sourcebook.testing (run by tests/stores/test_postgres_conformance.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sourcebook.stores import open_store
 from sourcebook.stores.embedded_pg import EmbeddedPostgres
 from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
 from sourcebook.stores.postgres_schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
-from tests.conformance.test_store import DIM, MODEL, add_document, make_chunks, unit
+from sourcebook.testing.helpers import DIM, MODEL, add_document, make_chunks, unit
 
 ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES)
 

@@ -1,6 +1,6 @@
 """What only the SQLite store promises: the file format, several connections, threads.
 
-The behaviour every store shares is in tests/conformance/test_store.py.
+The behaviour every store shares is in sourcebook.testing (run by tests/stores/test_sqlite_conformance.py).
 """
 
 from __future__ import annotations

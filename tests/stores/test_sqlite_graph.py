@@ -5,13 +5,12 @@ from __future__ import annotations
 import sqlite3
 
 from sourcebook.stores import SQLiteStore
-from tests.conformance.test_graph_store import tidewater_docs
+from sourcebook.testing.graph import tidewater_docs
 
 
 def test_rows_a_bulk_delete_leaves_unpruned_are_invisible(tmp_path) -> None:
     store = SQLiteStore(tmp_path / "kb.db")
     store.ensure_collection("docs", "test-model", 4)
-    store.ensure_collection("other", "test-model", 4)
     tidewater_docs(store)
     raw = sqlite3.connect(tmp_path / "kb.db")
     raw.execute("PRAGMA foreign_keys = ON")
