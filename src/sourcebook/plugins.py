@@ -1,19 +1,16 @@
 """The one registry for Sourcebook's pluggable parts: loaders, embedders, generators, stores.
 
-Each kind of part is a `PluginKind`, declared next to the protocol its parts implement:
+Each kind of part is a `PluginKind`, declared in the package of its parts, with its
+entry-point group and what an entry point of that group names:
 
-==========  ===========================================  ===============================================
-kind        declared in (entry-point group)                 a part is
-==========  ===========================================  ===============================================
-loaders     `sourcebook.loaders.base.LOADERS`               a `Loader` (or a class making one), tried in
-            (``sourcebook.loaders``)                        order by media type and extension
-embedders   `sourcebook.embedders.EMBEDDERS`                 `(settings) -> Embedder`, named by the prefix
-            (``sourcebook.embedders``)                      of ``embedding_model`` ("openai:<model>")
-generators  `sourcebook.generators.base.GENERATORS`         `(model, settings) -> Generator`, named by the
-            (``sourcebook.generators``)                     provider of an LLM spec ("anthropic:<model>")
-stores      `sourcebook.stores.STORES`                      `(url) -> Store`, named by the URL scheme
-            (``sourcebook.stores``)
-==========  ===========================================  ===============================================
+- loaders: `sourcebook.loaders.base.LOADERS`, group ``sourcebook.loaders``: a `Loader` (or
+  a class making one); all are tried in order by media type and file extension.
+- embedders: `sourcebook.embedders.EMBEDDERS`, group ``sourcebook.embedders``:
+  `(settings) -> Embedder`, named by the prefix of ``embedding_model`` ("openai:<model>").
+- generators: `sourcebook.generators.base.GENERATORS`, group ``sourcebook.generators``:
+  `(model, settings) -> Generator`, named by the provider of an LLM spec ("anthropic:<model>").
+- stores: `sourcebook.stores.STORES`, group ``sourcebook.stores``: `(url) -> Store`, named
+  by the URL scheme.
 
 A part comes from one of three places, looked up in this order, so each can take over a
 name from the next: registered in-process (`PluginKind.register`, which `register_loader`,
@@ -27,11 +24,11 @@ import: ``sourcebook --help`` pays for none of it.
 
 Why not pluggy (which llm uses)? The four entry-point groups are documented contracts in
 which an entry point *names one part* (a provider, a URL scheme) and points at a factory.
-pluggy's model is different: every plugin is a module of hook implementations, all loaded
-and called to collect what they register. Adopting it would break the groups third parties
-already use, import every installed plugin to open one ``memo://`` store, and add a runtime
-dependency, where a small typed registry over `importlib.metadata.entry_points` keeps the
-contracts, loads only the part asked for, and is all the mechanism the four kinds need.
+pluggy's model is different: every plugin is a module of hook implementations, all imported
+and called to collect what they register. Adopting it would change (or wrap) the groups
+third parties already use, import every installed plugin to open one ``memo://`` store, and
+add a runtime dependency; a small typed registry over `importlib.metadata.entry_points`
+keeps the contracts, imports only the part asked for, and is all the four kinds need.
 """
 
 from __future__ import annotations
@@ -89,12 +86,6 @@ class _Slot(Generic[Part]):
         self._part: Part | None = None
         self._error: Exception | None = None
 
-    @classmethod
-    def of(cls, name: str, part: Part) -> _Slot[Part]:
-        slot = cls(name, lambda: part)
-        slot._part = part
-        return slot
-
     @property
     def failed(self) -> bool:
         return self._error is not None
@@ -133,7 +124,7 @@ class PluginKind(Generic[Part]):
 
     def register(self, name: str, part: Part) -> None:
         """Put `part` ahead of every other part, so it takes over `name` from installed and built-in ones."""
-        self._registered.insert(0, _Slot.of(name, part))
+        self._registered.insert(0, _Slot(name, lambda: part))
 
     def get(self, name: str) -> Part | None:
         """The part called `name`, loading it (and only it) on first use; None if there is none.
