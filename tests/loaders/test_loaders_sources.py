@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -22,9 +21,9 @@ from sourcebook.loaders import (
     read_source,
     register_loader,
 )
-from sourcebook.loaders import sources as sources_module
 from sourcebook.models import Block, ParsedDocument
 from sourcebook.settings import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Settings
+from tests.installed_plugins import install_distribution
 
 
 @pytest.fixture
@@ -164,9 +163,8 @@ class _CsvLoader:
 
 @pytest.fixture
 def clean_registry() -> Iterator[None]:
-    saved = list(LOADERS)
-    yield
-    LOADERS[:] = saved
+    with LOADERS.isolated():
+        yield
 
 
 @pytest.mark.usefixtures("clean_registry")
@@ -183,22 +181,20 @@ def test_register_loader_rejects_non_loaders() -> None:
         register_loader(object())  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("clean_registry")
 def test_entry_point_plugins_load_and_broken_ones_are_skipped(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     module = __name__
     globals()["_NOT_A_LOADER"] = object()
-    points = [
-        importlib.metadata.EntryPoint("csv", f"{module}:_CsvLoader", "sourcebook.loaders"),
-        importlib.metadata.EntryPoint("broken", "no_such_module_xyz:Loader", "sourcebook.loaders"),
-        importlib.metadata.EntryPoint("odd", f"{module}:_NOT_A_LOADER", "sourcebook.loaders"),
-    ]
-    monkeypatch.setattr(
-        importlib.metadata, "entry_points", lambda group: points if group == "sourcebook.loaders" else []
-    )
+    install_distribution(tmp_path, monkeypatch, {"sourcebook.loaders": {
+        "csv": f"{module}:_CsvLoader",
+        "broken": "no_such_module_xyz:Loader",
+        "odd": f"{module}:_NOT_A_LOADER",
+    }})
     with caplog.at_level(logging.WARNING):
-        plugins = sources_module._plugin_loaders()
-    assert [p.name for p in plugins] == ["csv"]
+        assert get_loader(extension=".csv").name == "csv"  # type: ignore[union-attr]
+    assert [loader.name for loader in LOADERS.parts()] == ["csv", "markdown", "html", "pdf", "text"]
     assert "broken" in caplog.text and "odd" in caplog.text
 
 

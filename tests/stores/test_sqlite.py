@@ -372,14 +372,14 @@ def test_open_store_refuses_what_it_cannot_open(url: str, message: str) -> None:
         open_store(url)
 
 
-def test_registered_factories_receive_the_url(monkeypatch: pytest.MonkeyPatch, store: SQLiteStore) -> None:
-    monkeypatch.setattr(stores, "_FACTORIES", dict(stores._FACTORIES))
+def test_registered_factories_receive_the_url(store: SQLiteStore) -> None:
     received: list[str] = []
 
     def factory(url: str) -> SQLiteStore:
         received.append(url)
         return store
 
-    stores.register_store("memo", factory)
-    assert open_store("memo://anything") is store
+    with stores.STORES.isolated():
+        stores.register_store("memo", factory)
+        assert open_store("memo://anything") is store
     assert received == ["memo://anything"]

@@ -1,49 +1,41 @@
-"""Embedders: the protocol, the local default, and a registry keyed by name.
+"""Embedders: the protocol, the local default, and the `EMBEDDERS` kind of the plugin registry.
 
 `create_embedder(settings)` picks the implementation. A plain model spec
-("all-MiniLM-L6-v2", a folder path) is served by `LocalEmbedder`; "openai:<model>" and
-"gemini:<model>" by the hosted embedders (hosted.py); third parties register more through
-the entry-point group "sourcebook.embedders" (a callable taking Settings, returning an
-Embedder), selected with "name:model".
+("all-MiniLM-L6-v2", a folder path) is served by `LocalEmbedder`; "name:model" by the
+embedder registered as "name" (`sourcebook.plugins`): the built-in hosted ones, "openai"
+and "gemini" (hosted.py, whose SDKs are imported only when chosen), and those third parties
+install under the entry-point group "sourcebook.embedders" (a callable taking Settings,
+whose `embedding_model` is the bare model, and returning an Embedder).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
+from ..plugins import Builtin, PluginKind
 from ..settings import Settings
 from .base import Embedder
 from .local import LocalEmbedder
 
 EmbedderFactory = Callable[[Settings], Embedder]
 
-
-def _hosted(name: str) -> EmbedderFactory:
-    """A built-in hosted embedder's factory, importing its SDK only when chosen."""
-
-    def factory(settings: Settings) -> Embedder:
-        from . import hosted
-
-        return getattr(hosted, f"{name}_embedder")(settings)  # type: ignore[no-any-return]
-
-    return factory
-
-
-HOSTED: dict[str, EmbedderFactory] = {"openai": _hosted("openai"), "gemini": _hosted("gemini")}
-
-
-def _plugin_factories() -> dict[str, EmbedderFactory]:
-    return HOSTED | {ep.name: ep.load() for ep in entry_points(group="sourcebook.embedders")}
+EMBEDDERS: PluginKind[EmbedderFactory] = PluginKind(
+    "embedder",
+    "sourcebook.embedders",
+    [
+        Builtin("openai", "sourcebook.embedders.hosted:openai_embedder"),
+        Builtin("gemini", "sourcebook.embedders.hosted:gemini_embedder"),
+    ],
+)
 
 
 def create_embedder(settings: Settings) -> Embedder:
     provider, sep, model = settings.embedding_model.partition(":")
     if sep and len(provider) > 1:  # "C:\\models" is a Windows path, not a provider
-        factories = _plugin_factories()
-        if provider in factories:
-            return factories[provider](settings.model_copy(update={"embedding_model": model}))
+        factory = EMBEDDERS.get(provider)
+        if factory is not None:
+            return factory(settings.model_copy(update={"embedding_model": model}))
     return _cached_local(settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads)
 
 
@@ -53,4 +45,4 @@ def _cached_local(model: str, batch_size: int, threads: int) -> Embedder:
     return LocalEmbedder(model, batch_size, threads)
 
 
-__all__ = ["Embedder", "LocalEmbedder", "create_embedder"]
+__all__ = ["EMBEDDERS", "Embedder", "EmbedderFactory", "LocalEmbedder", "create_embedder"]

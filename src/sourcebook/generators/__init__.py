@@ -1,20 +1,20 @@
 """LLM back ends: the `Generator` protocol, the built-in providers and the fallback chain.
 
 `create_llm(settings)` builds what `Settings.llm` (plus `llm_fallbacks`) names, or returns
-None when no LLM is configured -- the extractive answerer then stays in charge. Provider
-modules import their SDK only when chosen, so `import sourcebook` never pays for them.
+None when no LLM is configured -- the extractive answerer then stays in charge. Providers are
+the `GENERATORS` kind of the plugin registry; their modules, and the SDKs they import, load
+only when chosen, so `import sourcebook` never pays for them.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from ..settings import Settings
 from .base import (
-    ENTRY_POINT_GROUP,
+    GENERATORS,
     Generation,
     GenerationRequest,
     Generator,
+    GeneratorFactory,
     JsonSchema,
     Message,
     StreamEvent,
@@ -24,20 +24,6 @@ from .base import (
     register_generator,
 )
 from .resilience import FallbackGenerator, RetryPolicy
-
-BUILTIN_PROVIDERS = ("anthropic", "openai", "gemini", "llamacpp")
-
-
-def _builtin(provider: str) -> None:
-    def factory(model: str, settings: Settings) -> Generator:
-        module = importlib.import_module(f"{__name__}.{provider}")
-        return module.create(model, settings)  # type: ignore[no-any-return]
-
-    register_generator(provider, factory)
-
-
-for _provider in BUILTIN_PROVIDERS:
-    _builtin(_provider)
 
 
 def create_llm(settings: Settings, spec: str | None = None) -> Generator | None:
@@ -50,7 +36,7 @@ def create_llm(settings: Settings, spec: str | None = None) -> Generator | None:
 
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "FallbackGenerator", "Generation", "GenerationRequest", "Generator", "JsonSchema",
-    "Message", "RetryPolicy", "StreamEvent", "Usage", "create_generator", "create_llm", "parse_spec",
+    "GENERATORS", "FallbackGenerator", "Generation", "GenerationRequest", "Generator", "GeneratorFactory",
+    "JsonSchema", "Message", "RetryPolicy", "StreamEvent", "Usage", "create_generator", "create_llm", "parse_spec",
     "register_generator",
 ]

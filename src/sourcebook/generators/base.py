@@ -4,9 +4,11 @@ A generator turns a `GenerationRequest` (system prompt, messages, optional JSON 
 for structured output) into a `Generation` (text, token usage, latency, attempts), either
 at once (`generate`) or as a stream of text deltas ending with the `Generation`
 (`stream`). Providers are chosen by name, "provider:model" ("anthropic:claude-sonnet-4-5",
-"openai:gpt-4o-mini", "gemini:gemini-2.5-flash", "llamacpp:/models/x.gguf"); third
-parties add providers through the entry-point group "sourcebook.generators" (a callable
-`(model: str, settings: Settings) -> Generator`), so no fork is needed.
+"openai:gpt-4o-mini", "gemini:gemini-2.5-flash", "llamacpp:/models/x.gguf"). Providers are
+the `GENERATORS` kind of the plugin registry (`sourcebook.plugins`): the built-in ones are
+declared there by module, so a provider's module (and its SDK) is imported only when chosen,
+and third parties add providers through the entry-point group "sourcebook.generators" (a
+callable `(model: str, settings: Settings) -> Generator`), so no fork is needed.
 """
 
 from __future__ import annotations
@@ -14,13 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError, MalformedResponseError
+from ..plugins import Builtin, PluginKind
 from ..settings import Settings
-
-ENTRY_POINT_GROUP = "sourcebook.generators"
 
 
 @dataclass(frozen=True)
@@ -115,19 +115,17 @@ class Generator(Protocol):
 
 
 GeneratorFactory = Callable[[str, Settings], Generator]
-_FACTORIES: dict[str, GeneratorFactory] = {}
+
+GENERATORS: PluginKind[GeneratorFactory] = PluginKind(
+    "generator",
+    "sourcebook.generators",
+    [Builtin(name, f"sourcebook.generators.{name}:create") for name in ("anthropic", "openai", "gemini", "llamacpp")],
+)
 
 
 def register_generator(provider: str, factory: GeneratorFactory) -> None:
     """Make `create_generator` build "provider:model" with `factory` (replacing any earlier one)."""
-    _FACTORIES[provider] = factory
-
-
-def _factory(provider: str) -> GeneratorFactory | None:
-    if provider in _FACTORIES:
-        return _FACTORIES[provider]
-    found = entry_points(group=ENTRY_POINT_GROUP, name=provider)
-    return next((entry_point.load() for entry_point in found), None)
+    GENERATORS.register(provider, factory)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -144,11 +142,10 @@ def create_generator(spec: str, settings: Settings) -> Generator:
     """The generator "provider:model" names. Raises ConfigurationError for an unknown provider
     and MissingAPIKeyError when the provider's key is not set."""
     provider, model = parse_spec(spec)
-    factory = _factory(provider)
+    factory = GENERATORS.get(provider)
     if factory is None:
-        known = ", ".join(sorted(_FACTORIES))
         raise ConfigurationError(
-            f"unknown LLM provider {provider!r} (known: {known}); install a package with a "
-            f"{ENTRY_POINT_GROUP!r} entry point named {provider!r}, or pick a known provider"
+            f"unknown LLM provider {provider!r} (known: {', '.join(GENERATORS.names())}); install a package "
+            f"with a {GENERATORS.group!r} entry point named {provider!r}, or pick a known provider"
         )
     return factory(model, settings)

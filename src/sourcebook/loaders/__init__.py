@@ -1,24 +1,14 @@
 """Loaders: turn files, folders and URLs into ParsedDocuments.
 
-`expand_sources` -> `read_source` -> `parse` is the ingestion path; `LOADERS`,
-`get_loader` and `register_loader` make formats pluggable (also through the
-`sourcebook.loaders` entry point group). URL fetching lives in `loaders.url`.
+`expand_sources` -> `read_source` -> `parse` is the ingestion path (`loaders.sources`);
+`LOADERS`, `get_loader` and `register_loader` make formats pluggable, also through the
+`sourcebook.loaders` entry-point group (`loaders.base`, on the registry of
+`sourcebook.plugins`). URL fetching lives in `loaders.url`.
 """
 
-from .base import Loader
+from .base import LOADERS, Loader, RawSource, get_loader, register_loader, supported_extensions
 from .beir import count_beir, iter_beir
-from .sources import (
-    LOADERS,
-    RawSource,
-    expand_sources,
-    get_loader,
-    is_url,
-    load_source,
-    parse,
-    read_source,
-    register_loader,
-    supported_extensions,
-)
+from .sources import expand_sources, is_url, load_source, parse, read_source
 
 __all__ = [
     "LOADERS",

@@ -7,109 +7,21 @@ compare a source's fingerprint with what it stored and skip parsing unchanged fi
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import importlib.metadata
-import logging
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import FileTooLargeError, LoaderError, UnsupportedFormatError
 from ..models import ParsedDocument
 from ..settings import Settings
-from .base import Loader
-from .html import HtmlLoader
-from .markdown import MarkdownLoader
-from .pdf import PdfLoader
-from .text import TextLoader
+from .base import Loader, RawSource, bare_media_type, get_loader, supported_extensions
 
-logger = logging.getLogger(__name__)
-
-ENTRY_POINT_GROUP = "sourcebook.loaders"
 # Servers label many documents with these; the file extension says more.
 _GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "text/plain"})
-
-
-@dataclass(frozen=True)
-class RawSource:
-    """The bytes of one source before parsing, and what is known about where they came from."""
-
-    source: str
-    data: bytes
-    media_type: str | None
-    fingerprint: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_bytes(
-        cls, source: str, data: bytes, media_type: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> RawSource:
-        """Build one from bytes in hand (an upload, a test), computing the fingerprint."""
-        return cls(source, data, media_type, hashlib.sha256(data).hexdigest(), metadata or {})
-
-
-# --- the loader registry -------------------------------------------------------------
-
-
-def _plugin_loaders() -> list[Loader]:
-    """Loaders installed by other packages under the `sourcebook.loaders` entry point.
-
-    An entry point may name a loader instance or a class; one that fails to import
-    or is not a Loader is skipped with a warning, so a broken plugin never stops
-    Sourcebook from reading the formats it supports itself.
-    """
-    loaders: list[Loader] = []
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = entry_point.load()
-            loader = obj() if isinstance(obj, type) else obj
-        except Exception as exc:
-            logger.warning("skipping loader plugin %r: %s", entry_point.name, exc)
-            continue
-        if not isinstance(loader, Loader):
-            logger.warning("skipping loader plugin %r: it does not implement the Loader protocol", entry_point.name)
-            continue
-        loaders.append(loader)
-    return loaders
-
-
-# Searched in order, so plugins (first) can take over a built-in format.
-LOADERS: list[Loader] = [*_plugin_loaders(), MarkdownLoader(), HtmlLoader(), PdfLoader(), TextLoader()]
-
-
-def register_loader(loader: Loader) -> None:
-    """Add a loader ahead of all others (so it can also replace a built-in one)."""
-    if not isinstance(loader, Loader):
-        raise TypeError(f"{loader!r} does not implement the Loader protocol")
-    LOADERS.insert(0, loader)
-
-
-def get_loader(media_type: str | None = None, extension: str | None = None) -> Loader | None:
-    """The first loader for `media_type` (parameters ignored), else for `extension`."""
-    if media_type:
-        media_type = _bare_media_type(media_type)
-        for loader in LOADERS:
-            if media_type in loader.media_types:
-                return loader
-    if extension:
-        extension = "." + extension.lower().lstrip(".")
-        for loader in LOADERS:
-            if extension in loader.extensions:
-                return loader
-    return None
-
-
-def supported_extensions() -> list[str]:
-    return sorted({extension for loader in LOADERS for extension in loader.extensions})
-
-
-def _bare_media_type(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 # --- reading -------------------------------------------------------------------------
@@ -188,7 +100,7 @@ def _extension(raw: RawSource) -> str:
 
 
 def _choose_loader(raw: RawSource) -> Loader | None:
-    media_type = _bare_media_type(raw.media_type) if raw.media_type else None
+    media_type = bare_media_type(raw.media_type) if raw.media_type else None
     extension = _extension(raw)
     if media_type in _GENERIC_MEDIA_TYPES:
         loader = get_loader(extension=extension) or get_loader(media_type=media_type)
@@ -211,7 +123,7 @@ def _sniff(data: bytes) -> str | None:
 def _describe_format(raw: RawSource) -> str:
     parts = []
     if raw.media_type:
-        parts.append(f"media type {_bare_media_type(raw.media_type)!r}")
+        parts.append(f"media type {bare_media_type(raw.media_type)!r}")
     extension = _extension(raw)
     parts.append(f"extension {extension!r}" if extension else "no file extension")
     return ", ".join(parts)

@@ -20,7 +20,7 @@ import httpx
 
 from ..errors import BlockedURLError, FetchError
 from ..settings import Settings
-from .sources import RawSource
+from .base import RawSource, bare_media_type
 
 MAX_REDIRECTS = 5
 _HEADERS = {
@@ -50,7 +50,7 @@ def fetch_url(url: str, settings: Settings) -> RawSource:
                 raise FetchError(url, f"cannot fetch {current}: {exc or type(exc).__name__}") from None
             content_type = response.headers.get("content-type")
             metadata = {"url": url, "final_url": str(response.url), "content_type": content_type}
-            media_type = content_type.split(";", 1)[0].strip().lower() if content_type else None
+            media_type = bare_media_type(content_type) if content_type else None
             return RawSource.from_bytes(url, data, media_type or None, metadata)
     raise FetchError(url, f"more than {MAX_REDIRECTS} redirects")
 

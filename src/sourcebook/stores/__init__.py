@@ -1,26 +1,27 @@
 """Stores and their registry: `open_store` turns a path or URL into a `Store`.
 
 A plain path (or ``sqlite:///relative.db``, ``sqlite:////absolute.db``) opens the
-embedded SQLite store. Other URL schemes are looked up in a dict of factories and then
-in the ``sourcebook.stores`` entry-point group, so a third-party package can add a
-back end without forking: its entry point is named after the URL scheme and points at
-a callable taking the full URL and returning a `Store`.
+embedded SQLite store. Other URL schemes name a store factory of the `STORES` kind of the
+plugin registry (`sourcebook.plugins`): registered with `register_store`, installed under
+the ``sourcebook.stores`` entry-point group, or built in (SQLite, and Postgres, whose
+module and its psycopg are imported only for a Postgres URL). So a third-party package
+adds a back end without forking: its entry point is named after the URL scheme and
+points at a callable taking the full URL and returning a `Store`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..plugins import Builtin, PluginKind
 from ..tenants import DEFAULT_TENANT, check_tenant
 from .base import CollectionInfo, Store
 from .sqlite import SQLiteStore
 
 StoreFactory = Callable[[str], Store]
-ENTRY_POINT_GROUP = "sourcebook.stores"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -35,27 +36,21 @@ def _open_sqlite(url: str) -> Store:
     return SQLiteStore(rest[1:])
 
 
-def _open_postgres(url: str) -> Store:
-    """psycopg and pgvector are the optional 'postgres' extra: imported only for a Postgres URL."""
-    try:
-        from .postgres import open_postgres
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"the Postgres store needs the 'postgres' extra ({exc}): pip install 'sourcebook[postgres]'"
-        ) from exc
-    return open_postgres(url)
+def _postgres(scheme: str) -> Builtin:
+    """psycopg and pgvector are the optional 'postgres' extra, imported with the module."""
+    return Builtin(scheme, "sourcebook.stores.postgres:open_postgres", extra="postgres", title="the Postgres store")
 
 
-_FACTORIES: dict[str, StoreFactory] = {
-    "sqlite": _open_sqlite,
-    "postgresql": _open_postgres,
-    "postgres": _open_postgres,
-}
+STORES: PluginKind[StoreFactory] = PluginKind(
+    "store",
+    "sourcebook.stores",
+    [Builtin("sqlite", "sourcebook.stores:_open_sqlite"), _postgres("postgresql"), _postgres("postgres")],
+)
 
 
 def register_store(scheme: str, factory: StoreFactory) -> None:
     """Make `open_store` hand URLs of `scheme` to `factory` (replacing any earlier one)."""
-    _FACTORIES[scheme.lower()] = factory
+    STORES.register(scheme.lower(), factory)
 
 
 def open_store(url_or_path: str | Path, tenant: str = DEFAULT_TENANT) -> Store:
@@ -73,19 +68,13 @@ def _open_default_tenant(target: str) -> Store:
     if match is None:
         return SQLiteStore(target)
     scheme = match.group(1).lower()
-    factory = _FACTORIES.get(scheme) or _entry_point_factory(scheme)
+    factory = STORES.get(scheme)
     if factory is None:
-        known = ", ".join(sorted(_FACTORIES))
         raise ConfigurationError(
-            f"no store handles {scheme}:// URLs (known: {known}); install a package that provides "
-            f"a {ENTRY_POINT_GROUP!r} entry point named {scheme!r}, or give a SQLite file path"
+            f"no store handles {scheme}:// URLs (known: {', '.join(STORES.names())}); install a package that "
+            f"provides a {STORES.group!r} entry point named {scheme!r}, or give a SQLite file path"
         )
     return factory(target)
 
 
-def _entry_point_factory(scheme: str) -> StoreFactory | None:
-    found = entry_points(group=ENTRY_POINT_GROUP, name=scheme)
-    return next((entry_point.load() for entry_point in found), None)
-
-
-__all__ = ["CollectionInfo", "SQLiteStore", "Store", "StoreFactory", "open_store", "register_store"]
+__all__ = ["STORES", "CollectionInfo", "SQLiteStore", "Store", "StoreFactory", "open_store", "register_store"]
