@@ -56,6 +56,7 @@ class KnowledgeBase:
         self._attach(Components(store, settings, embedder, generators))
 
     def _attach(self, parts: Components) -> None:
+        """Hold `parts` (built by wiring.py); the store is private to the facade."""
         self._parts = parts
         self._store = parts.store
         self.settings = parts.settings
@@ -63,6 +64,7 @@ class KnowledgeBase:
 
     @classmethod
     def _over(cls, parts: Components) -> KnowledgeBase:
+        """A knowledge base over parts already built (`open`, `for_tenant`): the constructor builds its own."""
         kb = cls.__new__(cls)
         kb._attach(parts)
         return kb
