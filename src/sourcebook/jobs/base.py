@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -56,20 +56,12 @@ class IngestItem:
 
 @dataclass(frozen=True)
 class IngestJob:
-    """Documents already marked pending (`KnowledgeBase.enqueue`) to ingest in the background: JSON-able data."""
+    """Documents already marked pending (`KnowledgeBase.enqueue`) to ingest in the background, in one tenant."""
 
     tenant: str
     collection: str
     items: tuple[IngestItem, ...]
     metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IngestJob:
-        items = tuple(IngestItem(**item) for item in data["items"])
-        return cls(data["tenant"], data["collection"], items, data.get("metadata") or {})
 
 
 JobDone = Callable[[list[IngestResult], float], None]
