@@ -40,6 +40,7 @@ from sourcebook.evaluation.dataset import BeirDataset, load_dataset
 from sourcebook.evaluation.metrics import mean_ndcg
 from sourcebook.models import SearchFilter
 from sourcebook.sentences import sentence_texts
+from sourcebook.stores import open_store
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 
@@ -83,7 +84,7 @@ class Index:
 
     def keyword(self, texts: Sequence[str]) -> np.ndarray:
         """BM25 through the store's own keyword search (top 1,000 chunks per query)."""
-        store = KnowledgeBase.open(self.db).store
+        store = open_store(str(self.db))
         out = np.full((len(texts), self.documents), -np.inf)
         for row, text in zip(out, texts):
             for item in store.keyword_search(text, 1000, SearchFilter()):

@@ -81,7 +81,8 @@ def main() -> None:
     texts = [queries[q] for q in ids]
 
     settings = Settings()
-    sqlite_kb = KnowledgeBase(SQLiteStore(sqlite_source(args.sqlite)), settings)
+    sqlite_store = SQLiteStore(sqlite_source(args.sqlite))
+    sqlite_kb = KnowledgeBase(sqlite_store, settings)
     vectors = np.stack([sqlite_kb.embedder.embed_query(t) for t in texts])
 
     directory = Path(tempfile.mkdtemp(prefix="sourcebook-bench-pg-"))
@@ -89,7 +90,7 @@ def main() -> None:
     try:
         store = PostgresStore(server.create_database("scifact"))
         start = time.perf_counter()
-        report = copy_store(sqlite_kb.store, store)
+        report = copy_store(sqlite_store, store)
         copy_seconds = time.perf_counter() - start
         with psycopg.connect(store.dsn, autocommit=True) as conn:  # as the owner: the RLS role may not ANALYZE
             conn.execute("ANALYZE")

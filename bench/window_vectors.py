@@ -34,6 +34,7 @@ from sourcebook.evaluation.metrics import mean_ndcg
 from sourcebook.models import ScoredId, SearchFilter
 from sourcebook.retrieval import zscore_fusion
 from sourcebook.sentences import sentence_texts
+from sourcebook.stores import open_store
 
 POOL = 200
 """Chunks per list, as `SearchOptions.candidates`."""
@@ -121,6 +122,7 @@ def main() -> None:
     with open(dataset.corpus, encoding="utf-8") as corpus:
         records = [json.loads(line) for line in corpus if line.strip()]
     kb = KnowledgeBase.open(args.db_256)
+    store = open_store(str(args.db_256))  # the keyword pool comes from the store's own BM25
     long = Chunks(args.db_256)
     ids, vectors = long.ids, long.vectors
     document_of = dict(zip(ids, long.sources))
@@ -134,7 +136,7 @@ def main() -> None:
 
     query_ids = list(dataset.qrels)
     queries = kb.embedder.embed_documents([dataset.queries[q] for q in query_ids])
-    keyword = [kb.store.keyword_search(dataset.queries[q], POOL, SearchFilter()) for q in query_ids]
+    keyword = [store.keyword_search(dataset.queries[q], POOL, SearchFilter()) for q in query_ids]
     own, of_windows = queries @ vectors.T, queries @ windows.T
     print(f"{dataset.name}: {len(ids)} chunks, {len(windows)} windows; nDCG@10 at keyword share {' / '.join(map(str, WEIGHTS))}")
     for mode in ("chunk", "max", "windows"):

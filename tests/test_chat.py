@@ -12,6 +12,7 @@ from sourcebook import KnowledgeBase, Settings
 from sourcebook.chat import offline_standalone, trim_history
 from sourcebook.cli import app
 from sourcebook.generators import Message
+from sourcebook.stores import open_store
 from tests.mock_servers import AnthropicProtocol, Fail, MockServer
 from tests.mock_servers.responder import Responder, anthropic_prompt, citing, purpose_of
 
@@ -29,8 +30,9 @@ def server(monkeypatch):
 
 def llm_kb(example_kb, server, responder, **overrides) -> KnowledgeBase:
     server.default = responder
-    settings = Settings(llm="anthropic:claude-test", llm_base_urls={"anthropic": server.url}, **overrides)
-    return KnowledgeBase(example_kb.store, settings, example_kb.embedder)
+    db = example_kb.settings.db
+    settings = Settings(db=db, llm="anthropic:claude-test", llm_base_urls={"anthropic": server.url}, **overrides)
+    return KnowledgeBase(open_store(db), settings, example_kb.embedder)
 
 
 def test_a_follow_up_is_made_standalone_and_the_session_persists(example_kb, server):
@@ -51,7 +53,7 @@ def test_a_follow_up_is_made_standalone_and_the_session_persists(example_kb, ser
     records = resumed.messages()
     assert [m.role for m in records] == ["user", "assistant"] * 2
     assert records[1].data["citation_check"]["verdict"] == "supported"
-    stored = kb.store.get_chat_session(session.id)
+    stored = kb.chat_session(session.id)
     assert stored.title == LEAVE[:80] and stored.message_count == 4
 
 
@@ -91,7 +93,7 @@ def test_offline_standalone_rule():
 
 def test_chat_command(example_kb):
     runner = CliRunner()
-    db = example_kb.store.path
+    db = example_kb.settings.db
     result = runner.invoke(app, ["--db", db, "chat", "--json"], input=f"{LEAVE}\nand after that?\n/exit\nignored\n")
     assert result.exit_code == 0, result.output
     turns = [json.loads(line) for line in result.stdout.splitlines()]

@@ -97,8 +97,9 @@ def test_copy_round_trip_sqlite_postgres_sqlite_keeps_search_results(
     run("--db", original, "--tenant", "acme", "add", str(example_docs / "employee-handbook.md"))
     with KnowledgeBase.open(original) as kb:
         kb.chat("s1").ask(QUESTION)
-        failed = kb.store.list_documents()[0]
-        kb.store.set_status(failed.id, "error", "re-index failed")  # type: ignore[arg-type]
+        failed = kb.documents()[0]
+    with open_store(original) as store:  # a failed re-index, as only a crashed ingestion leaves it
+        store.set_status(failed.id, "error", "re-index failed")  # type: ignore[arg-type]
 
     first = json.loads(run("copy", original, fresh_postgres_dsn, "--json"))
     assert first["tenants"] == ["acme", "default"] and first["documents_copied"] == 10
@@ -116,8 +117,8 @@ def test_copy_round_trip_sqlite_postgres_sqlite_keeps_search_results(
     with KnowledgeBase.open(original) as a, KnowledgeBase.open(back) as b:
         strip = lambda d: {k: v for k, v in d.to_dict().items() if k not in ("created_at", "updated_at")}  # noqa: E731
         assert [strip(d) for d in a.documents()] == [strip(d) for d in b.documents()]
-        assert [(m.role, m.content) for m in a.store.chat_messages("s1")] == [
-            (m.role, m.content) for m in b.store.chat_messages("s1")]
+        assert [(m.role, m.content) for m in a.chat("s1").messages()] == [
+            (m.role, m.content) for m in b.chat("s1").messages()]
         assert [strip(d) for d in a.for_tenant("acme").documents()] == [
             strip(d) for d in b.for_tenant("acme").documents()]
     only_acme = json.loads(run("copy", original, str(tmp_path / "acme.db"), "--tenant", "acme", "--json"))

@@ -8,6 +8,7 @@ import pytest
 
 from sourcebook import KnowledgeBase
 from sourcebook.errors import ConfigurationError
+from sourcebook.stores import open_store
 from tests.mock_servers import AnthropicProtocol, Fail, MockServer
 from tests.mock_servers.responder import Responder
 
@@ -51,7 +52,8 @@ def test_failed_calls_keep_the_deterministic_prefix(tmp_path, server, example_do
         (result,) = kb.add(str(example_docs / "security-policy.md"))
         assert result.action == "added"
         assert all("\n" not in c.prefix for c in kb.chunks(result.document_id))
-        assert kb.store.get_chunk_contexts([], "anthropic:claude-test") == {}
+        with open_store(kb.settings.db) as store:
+            assert store.get_chunk_contexts([], "anthropic:claude-test") == {}
 
 
 def test_enrichment_needs_an_llm(tmp_path, example_docs):

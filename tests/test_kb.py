@@ -10,6 +10,7 @@ import pytest
 from sourcebook import DocumentNotFoundError, EmbeddingModelMismatchError, KnowledgeBase
 from sourcebook.embedders import create_embedder
 from sourcebook.settings import Settings
+from sourcebook.stores import open_store
 from sourcebook.windows import window_texts
 
 
@@ -34,9 +35,9 @@ class CountingEmbedder:
         return self._inner.embed_query(text)
 
 
-def open_counting(path: Path, embedder: CountingEmbedder) -> KnowledgeBase:
-    base = KnowledgeBase.open(path)
-    return KnowledgeBase(base.store, base.settings, embedder)
+def open_counting(path: Path, embedder: CountingEmbedder, **settings: object) -> KnowledgeBase:
+    """A knowledge base over the file at `path` with a model of the test's own (a store passed in)."""
+    return KnowledgeBase(open_store(str(path)), Settings(db=str(path), **settings), embedder)  # type: ignore[arg-type]
 
 
 def test_add_folder_makes_every_document_ready(example_kb):
@@ -48,8 +49,9 @@ def test_add_folder_makes_every_document_ready(example_kb):
 
 
 def windows_of(kb: KnowledgeBase, document_id: str) -> dict[str, int]:
-    """Window vectors stored per chunk hash of a document."""
-    chunks, _, windows = kb.store.export_chunks(document_id)
+    """Window vectors stored per chunk hash of a document (read from the database file itself)."""
+    with open_store(kb.settings.db) as store:
+        chunks, _, windows = store.export_chunks(document_id)
     return {chunk.content_hash: len(w) for chunk, w in zip(chunks, windows)}
 
 
@@ -68,7 +70,8 @@ def test_readding_unchanged_documents_embeds_nothing(tmp_path, docs_copy):
 def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
     with KnowledgeBase.open(tmp_path / "kb.db") as kb:
         [result] = kb.add(str(docs_copy / "employee-handbook.md"))
-        chunks, vectors, windows = kb.store.export_chunks(result.document_id)
+        with open_store(kb.settings.db) as store:
+            chunks, vectors, windows = store.export_chunks(result.document_id)
         assert [len(w) for w in windows] == [len(window_texts(c)) for c in chunks]
         fresh = kb.embedder.embed_documents(window_texts(chunks[0]))
         assert np.allclose(windows[0], fresh, atol=1e-5)
@@ -99,8 +102,7 @@ def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):
 def test_windows_can_be_turned_off_and_are_added_to_reused_chunks_later(tmp_path, docs_copy):
     embedder = CountingEmbedder()
     handbook = docs_copy / "employee-handbook.md"
-    base = KnowledgeBase.open(tmp_path / "kb.db", vector_windows=False)
-    with KnowledgeBase(base.store, base.settings, embedder) as kb:
+    with open_counting(tmp_path / "kb.db", embedder, vector_windows=False) as kb:
         [first] = kb.add(str(handbook))
         assert embedder.embedded == first.chunks and kb.status()["window_vectors"] == 0
     handbook.write_text(handbook.read_text(encoding="utf-8") + "\n\n## Bicycles\n\nIn the cage.\n", encoding="utf-8")
@@ -124,7 +126,7 @@ def test_remove_deletes_chunks_vectors_and_keyword_rows(tmp_path, docs_copy):
         assert all(h.chunk.document_id != pdf.id for h in kb.search("per diem mileage allowance", mode="vector", top_k=50, per_document=0))
         with pytest.raises(DocumentNotFoundError):
             kb.document(pdf.id)
-        assert kb.store.stats()["chunks"] == sum(d.chunk_count for d in kb.documents())
+        assert kb.status()["chunks"] == sum(d.chunk_count for d in kb.documents())
 
 
 def test_sync_adds_new_files_and_removes_vanished_ones(tmp_path, docs_copy):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .answering.citations import strip_citations
 from .answering.lexical import content_terms
@@ -23,7 +23,7 @@ from .errors import GeneratorError
 from .generators import Message
 from .models import Answer
 from .settings import AnswerMode
-from .stores.base import ChatMessageRecord
+from .stores.base import ChatMessageRecord, ChatSessionRecord
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -32,6 +32,18 @@ CHARS_PER_TOKEN = 4
 TITLE_CHARS = 80
 _REFERS_BACK = re.compile(r"\b(it|its|that|this|these|those|they|them|there|same|also|else)\b", re.IGNORECASE)
 _SHORT_FOLLOW_UP_TERMS = 3
+
+
+class ChatStore(Protocol):
+    """Where sessions and their turns are kept: the part of a store a session uses."""
+
+    def get_chat_session(self, session_id: str) -> ChatSessionRecord | None: ...
+
+    def create_chat_session(self, session_id: str, title: str) -> None: ...
+
+    def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None: ...
+
+    def chat_messages(self, session_id: str) -> list[ChatMessageRecord]: ...
 
 
 def trim_history(messages: Sequence[Message], budget_tokens: int) -> tuple[Message, ...]:
@@ -59,30 +71,34 @@ def offline_standalone(history: Sequence[Message], question: str) -> str:
 
 
 class ChatSession:
-    """One conversation. Created in the store at its first question; resumed by id."""
+    """One conversation. Created in the store at its first question; resumed by id.
+
+    The knowledge base answers each turn; `chats` keeps the turns (the knowledge base's own store).
+    """
 
     def __init__(
-        self, kb: KnowledgeBase, session_id: str, *, llm: str | None, mode: AnswerMode | None,
+        self, kb: KnowledgeBase, chats: ChatStore, session_id: str, *, llm: str | None, mode: AnswerMode | None,
         collection: str | Sequence[str] | None,
     ) -> None:
         self.id = session_id
         self._kb = kb
+        self._chats = chats
         self._llm = llm
         self._mode = mode
         self._collection = collection
 
     @classmethod
     def open(
-        cls, kb: KnowledgeBase, session_id: str | None = None, *, llm: str | None = None,
+        cls, kb: KnowledgeBase, chats: ChatStore, session_id: str | None = None, *, llm: str | None = None,
         mode: AnswerMode | None = None, collection: str | Sequence[str] | None = None,
     ) -> ChatSession:
-        return cls(kb, session_id or uuid.uuid4().hex[:12], llm=llm, mode=mode, collection=collection)
+        return cls(kb, chats, session_id or uuid.uuid4().hex[:12], llm=llm, mode=mode, collection=collection)
 
     def messages(self) -> list[ChatMessageRecord]:
         """The turns so far (none for a session not yet stored)."""
-        if self._kb.store.get_chat_session(self.id) is None:
+        if self._chats.get_chat_session(self.id) is None:
             return []
-        return self._kb.store.chat_messages(self.id)
+        return self._chats.chat_messages(self.id)
 
     def ask(self, question: str) -> Answer:
         return AnswerStream(self._turn(question, stream=False)).answer
@@ -121,8 +137,7 @@ class ChatSession:
         return offline_standalone(history, question)
 
     def _remember(self, question: str, answer: Answer) -> None:
-        store = self._kb.store
-        if store.get_chat_session(self.id) is None:
-            store.create_chat_session(self.id, question[:TITLE_CHARS])
-        store.add_chat_message(self.id, "user", question)
-        store.add_chat_message(self.id, "assistant", answer.answer, answer.to_dict())
+        if self._chats.get_chat_session(self.id) is None:
+            self._chats.create_chat_session(self.id, question[:TITLE_CHARS])
+        self._chats.add_chat_message(self.id, "user", question)
+        self._chats.add_chat_message(self.id, "assistant", answer.answer, answer.to_dict())

@@ -1,8 +1,8 @@
 """The `KnowledgeBase` facade: the one object the CLI, the HTTP API and users call.
 
-It wires store, embedder, retriever and answerer from `Settings` and never lets
-callers reach past it. The embedding model loads lazily: listing documents or
-removing one does not pay for loading a model.
+It holds the user's API only: what it runs on (store, model, LLM clients, ingestion
+runner) is built by wiring.py, and the store stays private, so no caller reaches past it.
+The embedding model loads lazily: listing documents or removing one does not pay for it.
 """
 
 from __future__ import annotations
@@ -17,25 +17,23 @@ from typing import Any
 from .apikeys import KeyStore, key_store_for
 from .answering.llm import Answerer, AnswerStream, Question
 from .chat import ChatSession
-from .embedders import create_embedder
 from .embedders.base import Embedder
-from .enrichment import ContextualEnricher
 from .errors import ChatSessionNotFoundError, ConfigurationError, DocumentNotFoundError, InvalidQueryError
-from .generators import Generator, Message, create_llm
+from .generators import Generator, Message
 from .graph.browse import EntityView, entity_view
 from .graph.builder import Extractor, GraphBuilder, GraphBuildReport, GraphProgress, OfflineExtractor
 from .graph.export import FORMATS as GRAPH_FORMATS
 from .graph.export import graph_graphml, graph_json
 from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
-from .ingest import Ingestor, ProgressHandler, document_id, normalize_source
+from .ingest import ProgressHandler, document_id, normalize_source
+from .jobs import IngestionRunner
 from .loaders import RawSource
-from .jobs import runner_for
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
-from .stores import open_store
 from .stores.base import ChatSessionRecord, CollectionInfo, Store
+from .wiring import Components
 
 DEFAULT_COLLECTION = "default"
 
@@ -46,7 +44,7 @@ def ingested_ids(results: Sequence[IngestResult]) -> list[str]:
 
 
 class KnowledgeBase:
-    """Documents in, cited answers out. Use `KnowledgeBase.open(path)`."""
+    """Documents in, cited answers out. Use `KnowledgeBase.open(path)`, or pass a store of your own."""
 
     def __init__(
         self,
@@ -55,12 +53,21 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         generators: dict[str, Generator] | None = None,
     ) -> None:
-        self.settings = settings
-        self.store = store
-        self._embedder = embedder
-        self._retriever = Retriever(store, lambda: self.embedder)
-        self._generators: dict[str, Generator] = {} if generators is None else generators
-        self._parent: KnowledgeBase | None = None  # set on a tenant's view: it shares the parent's model
+        self._attach(Components(store, settings, embedder, generators))
+
+    def _attach(self, parts: Components) -> None:
+        """Hold `parts` (built by wiring.py); the store is private to the facade."""
+        self._parts = parts
+        self._store = parts.store
+        self.settings = parts.settings
+        self._retriever = Retriever(self._store, lambda: self.embedder)
+
+    @classmethod
+    def _over(cls, parts: Components) -> KnowledgeBase:
+        """A knowledge base over parts already built (`open`, `for_tenant`): the constructor builds its own."""
+        kb = cls.__new__(cls)
+        kb._attach(parts)
+        return kb
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, **overrides: Any) -> KnowledgeBase:
@@ -70,25 +77,20 @@ class KnowledgeBase:
             settings = settings.model_copy(update=overrides)
         if path is not None:
             settings = settings.model_copy(update={"db": str(path)})
-        return cls(open_store(settings.db, settings.tenant), settings)
+        return cls._over(Components.build(settings))
 
     @property
     def tenant(self) -> str:
-        return self.store.tenant
+        return self._store.tenant
 
     def for_tenant(self, tenant: str) -> KnowledgeBase:
         """The same knowledge base seen by `tenant`: one database, model and LLM clients, no
         document of any other tenant (the store enforces it). Closing either closes both."""
-        settings = self.settings.model_copy(update={"tenant": tenant})
-        view = KnowledgeBase(self.store.for_tenant(tenant), settings, self._embedder, self._generators)
-        view._parent = self
-        return view
+        return KnowledgeBase._over(self._parts.for_tenant(tenant))
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = self._parent.embedder if self._parent else create_embedder(self.settings)
-        return self._embedder
+        return self._parts.embedder
 
     # Ingestion -----------------------------------------------------------
     def add(
@@ -110,23 +112,10 @@ class KnowledgeBase:
         `graph=True` also builds the knowledge graph of the added documents (`build_graph`).
         """
         items = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        results = runner_for(self).add([str(s) for s in items], collection, metadata, format, progress, wait)
+        results = self._parts.runner.add([str(s) for s in items], collection, metadata, format, progress, wait)
         if graph:
             self.build_graph(ingested_ids(results))
         return results
-
-    def ingestor(self, progress: ProgressHandler | None = None) -> Ingestor:
-        """The in-process pipeline on this knowledge base (what a runner or a job drives)."""
-        return Ingestor(self.store, self.embedder, self.settings, progress, self._enricher())
-
-    def _enricher(self) -> ContextualEnricher | None:
-        """The contextual enricher when settings.enrich_chunks asks for one (it needs an LLM)."""
-        if not self.settings.enrich_chunks:
-            return None
-        generator = self.generator(self.settings.enrich_llm)
-        if generator is None:
-            raise ConfigurationError("enrich_chunks needs an LLM: set enrich_llm or llm to 'provider:model'")
-        return ContextualEnricher(generator, self.store)
 
     def sync(
         self, directory: str | Path, collection: str = DEFAULT_COLLECTION, *, progress: ProgressHandler | None = None
@@ -134,32 +123,32 @@ class KnowledgeBase:
         """Make the collection mirror a folder: add new and changed files, remove vanished ones."""
         results = self.add(str(directory), collection, progress=progress)
         root = os.path.abspath(directory)
-        for record in self.store.list_documents(collection):
+        for record in self._store.list_documents(collection):
             path = record.metadata.get("path")
             if not path or not str(path).startswith(root + os.sep) or os.path.exists(path):
                 continue
-            self.store.delete_document(record.id)
+            self._store.delete_document(record.id)
             results.append(IngestResult(record.source, "removed", record.id, None, 0, 0))
         return results
 
     def remove(self, document: str, collection: str | None = None) -> DocumentRecord:
         """Remove a document (by id or by source) with its chunks, vectors and index rows."""
         record = self.document(document, collection)
-        self.store.delete_document(record.id)
+        self._store.delete_document(record.id)
         return record
 
     # Reading -------------------------------------------------------------
     def documents(self, collection: str | None = None, status: DocumentStatus | str | None = None) -> list[DocumentRecord]:
-        return self.store.list_documents(collection, DocumentStatus(status) if status else None)
+        return self._store.list_documents(collection, DocumentStatus(status) if status else None)
 
     def document(self, document: str, collection: str | None = None) -> DocumentRecord:
         """Find a document by id, or by source (as given to `add`), optionally in one collection."""
-        record = self.store.get_document(document)
+        record = self._store.get_document(document)
         if record and (collection is None or record.collection == collection):
             return record
-        collections = [collection] if collection else [c.name for c in self.store.collections()]
+        collections = [collection] if collection else [c.name for c in self._store.collections()]
         source = normalize_source(document)
-        matches = [r for c in collections if (r := self.store.get_document(document_id(c, source, self.tenant)))]
+        matches = [r for c in collections if (r := self._store.get_document(document_id(c, source, self.tenant)))]
         if len(matches) == 1:
             return matches[0]
         if not matches:
@@ -169,10 +158,10 @@ class KnowledgeBase:
         )
 
     def chunks(self, document: str, collection: str | None = None) -> list[StoredChunk]:
-        return self.store.document_chunks(self.document(document, collection).id)
+        return self._store.document_chunks(self.document(document, collection).id)
 
     def status(self) -> dict[str, Any]:
-        stats = self.store.stats()
+        stats = self._store.stats()
         stats["embedding_model"] = self.settings.embedding_model
         return stats
 
@@ -277,16 +266,11 @@ class KnowledgeBase:
 
     def answerer(self, llm: str | None = None) -> Answerer:
         """The answerer for `llm` ("provider:model"), else settings.llm; extractive when neither is set."""
-        return Answerer(self.store, self._retriever, self.embedder, self.settings, self.generator(llm))
+        return Answerer(self._store, self._retriever, self.embedder, self.settings, self.generator(llm))
 
     def generator(self, llm: str | None = None) -> Generator | None:
         """The LLM `llm` (else settings.llm) names, built once per knowledge base; None when none is set."""
-        spec = llm or self.settings.llm
-        if spec is None:
-            return None
-        if spec not in self._generators:
-            self._generators[spec] = create_llm(self.settings, spec)  # type: ignore[assignment]
-        return self._generators[spec]
+        return self._parts.generator(llm)
 
     def chat(
         self,
@@ -297,51 +281,51 @@ class KnowledgeBase:
         collection: str | Sequence[str] | None = None,
     ) -> ChatSession:
         """A persistent conversation: a new session, or the one `session_id` names."""
-        return ChatSession.open(self, session_id, llm=llm, mode=mode, collection=collection)
+        return ChatSession.open(self, self._store, session_id, llm=llm, mode=mode, collection=collection)
 
     # For services (the HTTP API): collections, queued ingestion, stored chat sessions ----
     def collections(self) -> list[CollectionInfo]:
-        return self.store.collections()
+        return self._store.collections()
 
     def create_collection(self, name: str) -> CollectionInfo:
         """Create an empty collection for the configured embedding model (a no-op when it exists)."""
-        self.store.ensure_collection(name, self.embedder.name, self.embedder.dimension)
-        return next(info for info in self.store.collections() if info.name == name)
+        self._store.ensure_collection(name, self.embedder.name, self.embedder.dimension)
+        return next(info for info in self._store.collections() if info.name == name)
 
     def delete_collection(self, name: str) -> None:
         """Remove a collection with all its documents (CollectionNotFoundError when there is none)."""
-        self.store.delete_collection(name)
+        self._store.delete_collection(name)
 
     def add_raw(
         self, raws: Sequence[RawSource], collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None
     ) -> list[IngestResult]:
         """Add documents from bytes in hand (uploads): `RawSource.from_bytes(name, data, media_type)`."""
-        return self.ingestor().add_raw(raws, collection, metadata)
+        return self._parts.ingestor().add_raw(raws, collection, metadata)
 
     def enqueue(self, source: str, collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None) -> DocumentRecord:
         """Mark `source` pending before a worker ingests it: a new document row, or an existing
         document to process again (it stays searchable with its old chunks meanwhile)."""
         doc_id = document_id(collection, source, self.tenant)
-        if self.store.get_document(doc_id) is None:
-            self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
-            self.store.upsert_document(
+        if self._store.get_document(doc_id) is None:
+            self._store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
+            self._store.upsert_document(
                 doc_id, collection=collection, source=source, title=os.path.basename(source.rstrip("/")) or source,
                 media_type="", metadata=metadata or {}, status=DocumentStatus.PENDING,
             )
         else:
-            self.store.set_status(doc_id, DocumentStatus.PENDING)
+            self._store.set_status(doc_id, DocumentStatus.PENDING)
         return self.document(doc_id)
 
     def fail(self, document_id: str, error: str) -> None:
         """Record that processing a queued document failed (the worker's last resort)."""
-        self.store.set_status(document_id, DocumentStatus.ERROR, error)
+        self._store.set_status(document_id, DocumentStatus.ERROR, error)
 
     def chat_sessions(self) -> list[ChatSessionRecord]:
         """Stored chat sessions, most recently updated first."""
-        return self.store.list_chat_sessions()
+        return self._store.list_chat_sessions()
 
     def chat_session(self, session_id: str) -> ChatSessionRecord:
-        record = self.store.get_chat_session(session_id)
+        record = self._store.get_chat_session(session_id)
         if record is None:
             raise ChatSessionNotFoundError(f"no chat session {session_id!r}; list them with `sourcebook chat --list`")
         return record
@@ -349,15 +333,19 @@ class KnowledgeBase:
     def create_chat_session(self, title: str = "") -> ChatSessionRecord:
         """A new, empty, stored session (`chat(id)` then talks in it)."""
         session_id = uuid.uuid4().hex[:12]
-        self.store.create_chat_session(session_id, title)
+        self._store.create_chat_session(session_id, title)
         return self.chat_session(session_id)
 
     def delete_chat_session(self, session_id: str) -> None:
-        self.store.delete_chat_session(session_id)
+        self._store.delete_chat_session(session_id)
+
+    def ingestion_runner(self) -> IngestionRunner:
+        """What ingests this knowledge base's sources (jobs/): the HTTP API submits its uploads to it."""
+        return self._parts.runner
 
     def api_keys(self) -> KeyStore:
         """The API keys kept in this knowledge base's own database (`sourcebook keys`, the server)."""
-        return key_store_for(self.store)
+        return key_store_for(self._store)
 
     # Knowledge graph (graph/) -------------------------------------------
     def graph_extractor(self, llm: str | None = None, kind: str | None = None) -> Extractor:
@@ -390,28 +378,28 @@ class KnowledgeBase:
         records = (
             [self.document(d, collection) for d in documents] if documents is not None else self.documents(collection)
         )
-        return GraphBuilder(self.store, self.graph_extractor(llm, extractor)).build(records, force=force, progress=progress)
+        return GraphBuilder(self._store, self.graph_extractor(llm, extractor)).build(records, force=force, progress=progress)
 
     def entities(
         self, query: str | None = None, *, type: str | None = None, limit: int | None = 50, offset: int = 0
     ) -> list[EntityRecord]:
         """Graph entities, most mentioned first; `query` filters by a substring of name or alias."""
-        return self.store.list_entities(query, type, limit, offset)
+        return self._store.list_entities(query, type, limit, offset)
 
     def entity(self, name: str, *, neighbours: int = 20) -> EntityView:
         """An entity (by name, alias or unique substring) with its passages and its neighbours,
         each with the passages supporting the relation. Raises EntityNotFoundError."""
-        return entity_view(self.store, name, neighbours)
+        return entity_view(self._store, name, neighbours)
 
     def graph_stats(self) -> dict[str, int]:
         """Counts of entities, relations and documents with a built graph."""
-        return self.store.graph_stats()
+        return self._store.graph_stats()
 
     def graph(self, limit: int | None = None) -> dict[str, Any]:
         """The graph as {"nodes", "edges"} (graph/export.py): the `limit` most mentioned entities
         and the relations among them, or everything (what a graph view draws)."""
-        entities = self.store.list_entities(limit=limit)
-        relations = self.store.entity_relations(None if limit is None else [e.key for e in entities])
+        entities = self._store.list_entities(limit=limit)
+        relations = self._store.entity_relations(None if limit is None else [e.key for e in entities])
         return graph_json(entities, relations)
 
     def export_graph(self, format: str = "json") -> str:
@@ -419,12 +407,12 @@ class KnowledgeBase:
         if format not in GRAPH_FORMATS:
             raise ConfigurationError(f"unknown graph export format {format!r}; use {' or '.join(GRAPH_FORMATS)}")
         if format == "graphml":
-            return graph_graphml(self.store.list_entities(limit=None), self.store.entity_relations())
+            return graph_graphml(self._store.list_entities(limit=None), self._store.entity_relations())
         return json.dumps(self.graph(), ensure_ascii=False, indent=1)
 
     # Lifecycle -----------------------------------------------------------
     def close(self) -> None:
-        self.store.close()
+        self._store.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self

@@ -24,7 +24,7 @@ def test_answer_sentences_are_quoted_and_numbered(example_kb):
     assert sorted(numbers) == list(range(1, len(numbers) + 1))
     for citation in answer.citations:
         assert citation.quote in answer.answer
-        chunk = example_kb.store.get_chunks([citation.chunk_id])[citation.chunk_id]
+        chunk = next(c for c in example_kb.chunks(citation.document_id) if c.id == citation.chunk_id)
         assert citation.quote in chunk.text  # quotes are verbatim
         assert citation.source == chunk.source and citation.document_id == chunk.document_id
 

@@ -20,6 +20,7 @@ from sourcebook import KnowledgeBase, Settings
 from sourcebook.answering.prompts import ANSWER_SYSTEM, REFUSAL
 from sourcebook.cli import app
 from sourcebook.errors import ConfigurationError, InvalidQueryError
+from sourcebook.stores import open_store
 from tests.mock_servers import AnthropicProtocol, Fail, Malformed, MockServer
 from tests.mock_servers.responder import Responder, anthropic_prompt, citing, purpose_of
 
@@ -42,8 +43,9 @@ def llm_kb(example_kb, server):
 
     def build(responder: Responder | None = None, **overrides) -> KnowledgeBase:
         server.default = responder or Responder()
-        settings = Settings(llm=MODEL, llm_base_urls={"anthropic": server.url}, llm_retry_base_delay=0, **overrides)
-        return KnowledgeBase(example_kb.store, settings, example_kb.embedder)
+        db = example_kb.settings.db
+        settings = Settings(db=db, llm=MODEL, llm_base_urls={"anthropic": server.url}, llm_retry_base_delay=0, **overrides)
+        return KnowledgeBase(open_store(db), settings, example_kb.embedder)
 
     return build
 
@@ -190,7 +192,7 @@ def test_cli_ask_with_an_llm(example_kb, server, monkeypatch):
     server.default = Responder(answer=LEAVE_CLAIM)
     monkeypatch.setenv("SOURCEBOOK_LLM_BASE_URLS", json.dumps({"anthropic": server.url}))
     runner = CliRunner()
-    db = example_kb.store.path
+    db = example_kb.settings.db
     result = runner.invoke(app, ["--db", db, "ask", LEAVE, "--llm", MODEL, "--mode", "retrieval", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -206,7 +208,7 @@ def test_cli_ask_with_an_llm(example_kb, server, monkeypatch):
 def test_cli_missing_key_is_a_clear_error(example_kb, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    result = CliRunner().invoke(app, ["--db", example_kb.store.path, "ask", LEAVE, "--llm", "openai:gpt-x", "--json"])
+    result = CliRunner().invoke(app, ["--db", example_kb.settings.db, "ask", LEAVE, "--llm", "openai:gpt-x", "--json"])
     assert result.exit_code == 1
     error = json.loads(result.stdout)["error"]
     assert error["code"] == "missing_api_key" and "OPENAI_API_KEY" in error["message"]

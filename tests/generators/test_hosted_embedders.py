@@ -65,7 +65,7 @@ def test_a_knowledge_base_on_a_hosted_embedder(hosted, tmp_path, example_docs):
     with KnowledgeBase.open(tmp_path / "kb.db", **settings) as kb:
         results = kb.add([str(example_docs / "employee-handbook.md"), str(example_docs / "security-policy.md")])
         assert [r.action for r in results] == ["added", "added"]
-        (collection,) = kb.store.collections()
+        (collection,) = kb.collections()
         assert (collection.embedding_model, collection.dimension) == (f"{provider}:test-embed", 12)
         assert kb.search("password length", mode="keyword")[0].chunk.source.endswith("security-policy.md")
         assert len(kb.search("password length", mode="vector")) > 0

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from sourcebook import KnowledgeBase
+from sourcebook.stores import open_store
+from sourcebook.stores.base import Store
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +19,10 @@ def graph_kb(tmp_path_factory: pytest.TempPathFactory, example_docs: Path) -> It
     with KnowledgeBase.open(db, graph_extractor="offline") as kb:
         kb.add(str(example_docs), graph=True)
         yield kb
+
+
+@pytest.fixture(scope="session")
+def graph_store(graph_kb: KnowledgeBase) -> Iterator[Store]:
+    """The database file of `graph_kb` opened directly, for the graph's store-level functions."""
+    with open_store(graph_kb.settings.db) as store:
+        yield store

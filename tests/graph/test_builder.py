@@ -10,6 +10,8 @@ import pytest
 from sourcebook import KnowledgeBase
 from sourcebook.errors import EntityNotFoundError
 from sourcebook.stopwords import STOPWORDS
+from sourcebook.stores import open_store
+from sourcebook.stores.base import Store
 
 
 def test_the_example_corpus_graph_links_documents_through_entities(graph_kb: KnowledgeBase) -> None:
@@ -28,11 +30,11 @@ def test_no_junk_nodes(graph_kb: KnowledgeBase) -> None:
         assert entity.name not in {"Tuesday", "May", "June", "ACTION ITEMS", "The", "It"}, entity
 
 
-def test_every_relation_and_mention_points_at_real_passages(graph_kb: KnowledgeBase) -> None:
-    relations = graph_kb.store.entity_relations(["tidewater"])
+def test_every_relation_and_mention_points_at_real_passages(graph_store: Store) -> None:
+    relations = graph_store.entity_relations(["tidewater"])
     assert any(r.relation == "publishes readings to" or r.target == "kafka" for r in relations)
     chunk_ids = {c for r in relations for c in r.chunk_ids}
-    chunks = graph_kb.store.get_chunks(sorted(chunk_ids))
+    chunks = graph_store.get_chunks(sorted(chunk_ids))
     assert set(chunks) == chunk_ids
     for r in relations:
         for chunk_id in r.chunk_ids:
@@ -86,7 +88,8 @@ def test_rebuilds_are_incremental_and_removal_prunes(tmp_path, example_docs) -> 
         notes = docs / "meeting-notes-2024-05-14.txt"
         notes.write_text(notes.read_text() + "\n\nAOB\n\nZephyr Quill presented the Marlinspike roadmap to Oren Vale.\n")
         (changed,) = [r for r in kb.add(str(docs)) if r.action == "updated"]
-        assert changed.document_id not in kb.store.graph_documents()  # re-chunking made its graph stale
+        with open_store(kb.settings.db) as store:
+            assert changed.document_id not in store.graph_documents()  # re-chunking made its graph stale
         rebuilt = kb.build_graph()
         assert rebuilt.documents == 1 and 0 < rebuilt.extracted < rebuilt.chunks  # only the new chunks paid
         assert kb.entity("Zephyr Quill").entity.documents == 1
@@ -96,7 +99,7 @@ def test_rebuilds_are_incremental_and_removal_prunes(tmp_path, example_docs) -> 
         assert kb.entity("harbor-db").entity.documents == shared - 1  # the architecture doc still supports it
         with pytest.raises(EntityNotFoundError):
             kb.entity("Zephyr Quill")  # only the removed document supported it
-        assert kb.store.graph_stats()["documents"] == 1
+        assert kb.graph_stats()["documents"] == 1
 
 
 def test_a_limited_graph_holds_the_most_mentioned_entities_and_the_edges_among_them(graph_kb: KnowledgeBase) -> None:

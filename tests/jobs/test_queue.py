@@ -16,12 +16,13 @@ import pytest
 from sourcebook import KnowledgeBase
 from sourcebook.embedders import create_embedder
 from sourcebook.embedders.base import Embedder
-from sourcebook.jobs import InProcessRunner, runner_for
+from sourcebook.jobs import InProcessRunner
 from sourcebook.jobs.queue import QueueRunner
 from sourcebook.jobs.worker import IngestWorker
 from sourcebook.models import DocumentStatus
 from sourcebook.settings import Settings
 from sourcebook.stores import open_store
+from sourcebook.wiring import Components
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +33,17 @@ def embedder() -> Embedder:
 def open_kb(dsn: str, embedder: Embedder, tenant: str = "default", **settings: object) -> KnowledgeBase:
     store = open_store(dsn).for_tenant(tenant)
     return KnowledgeBase(store, Settings(db=dsn, **settings), embedder)  # type: ignore[arg-type]
+
+
+def run_worker(dsn: str, settings: Settings, embedder: Embedder) -> None:
+    """What `sourcebook worker --until-idle` does, with the test's model: work the queue until idle."""
+    parts = Components(open_store(dsn), settings, embedder)
+    worker = IngestWorker(parts)
+    try:
+        worker.run_until_idle()
+    finally:
+        worker.close()
+        parts.close()
 
 
 class FlakyServer:
@@ -82,9 +94,9 @@ def flaky() -> Iterator[type[FlakyServer]]:
 
 
 def test_sqlite_runs_in_process_and_postgres_queues(tmp_path: Path, fresh_postgres_dsn: str, embedder: Embedder) -> None:
-    assert isinstance(runner_for(KnowledgeBase.open(tmp_path / "kb.db")), InProcessRunner)
-    assert isinstance(runner_for(open_kb(fresh_postgres_dsn, embedder)), QueueRunner)
-    assert isinstance(runner_for(open_kb(fresh_postgres_dsn, embedder, ingest_jobs="inline")), InProcessRunner)
+    assert isinstance(KnowledgeBase.open(tmp_path / "kb.db").ingestion_runner(), InProcessRunner)
+    assert isinstance(open_kb(fresh_postgres_dsn, embedder).ingestion_runner(), QueueRunner)
+    assert isinstance(open_kb(fresh_postgres_dsn, embedder, ingest_jobs="inline").ingestion_runner(), InProcessRunner)
 
 
 def test_enqueue_then_a_worker_processes_the_jobs(fresh_postgres_dsn: str, embedder: Embedder, example_docs: Path) -> None:
@@ -97,11 +109,7 @@ def test_enqueue_then_a_worker_processes_the_jobs(fresh_postgres_dsn: str, embed
         sizes = conn.execute("SELECT octet_length(data) FROM sourcebook_ingest_jobs ORDER BY source").fetchall()
     assert [s for (s,) in sizes] == [Path(s).stat().st_size for s in sorted(sources)]
 
-    worker = IngestWorker(fresh_postgres_dsn, kb.settings, embedder=embedder)
-    try:
-        worker.run_until_idle()
-    finally:
-        worker.close()
+    run_worker(fresh_postgres_dsn, kb.settings, embedder)
     documents = kb.documents()
     assert {d.status for d in documents} == {DocumentStatus.READY}
     for document in documents:
@@ -169,11 +177,7 @@ def test_jobs_carry_their_tenant(fresh_postgres_dsn: str, embedder: Embedder, ex
     with psycopg.connect(fresh_postgres_dsn) as conn:
         tenants = conn.execute("SELECT tenant FROM sourcebook_ingest_jobs").fetchall()
     assert tenants == [("acme",)]
-    worker = IngestWorker(fresh_postgres_dsn, acme.settings, embedder=embedder)  # a worker serves every tenant
-    try:
-        worker.run_until_idle()
-    finally:
-        worker.close()
+    run_worker(fresh_postgres_dsn, acme.settings, embedder)  # a worker serves every tenant
     assert acme.document(queued.document_id).status == DocumentStatus.READY
     assert acme.search("first week onboarding", top_k=1)
     assert other.documents() == [] and other.search("first week onboarding") == []

@@ -108,7 +108,7 @@ def test_keys_roles_and_tenants(make_api: ApiFactory) -> None:
         assert other.get("/v1/graph/entities/Northwind Labs").status_code == 404
         assert other.get("/v1/graph/export").json() == {"nodes": [], "edges": []}
         assert other.post("/v1/graph/build").json()["documents"] == 0  # builds only its own (no) documents
-    assert api.kb.store.graph_stats()["documents"] == 1
+    assert api.kb.graph_stats()["documents"] == 1
 
 
 def test_bad_input_is_4xx(make_api: ApiFactory) -> None:

@@ -13,140 +13,71 @@ Why this shape:
   document never run at once, whichever workers take them.
 * Documents show the job's progress: `pending` when queued (and again while a retry waits),
   `processing` while embedded, then `ready` or `error` with the reason.
+* The HTTP API's submissions are queued before it answers 202 (they survive a restart);
+  one background thread then waits for their outcomes (for the metrics), working the queue
+  itself while no `sourcebook worker` is alive, as a waiting `add` does.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
-from collections.abc import Sequence
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..errors import ConfigurationError, SourcebookError, StoreError
+from ..errors import SourcebookError
 from ..ingest import IngestEvent, ProgressHandler, document_id, load_items, record_failure
+from ..loaders import RawSource
 from ..loaders.sources import is_url
-from ..models import Block, DocumentStatus, IngestResult, ParsedDocument
+from ..models import DocumentStatus, IngestResult
+from .base import IngestJob, IngestParts, JobDone, JobThread, fail_job, read_uploads
+from .postgres import PARSED_MEDIA_TYPE, QUEUE, TASK, JobSpec, connect, ensure_schema, finished_results, parsed_to_bytes, procrastinate_app
+from .worker import IngestWorker, live_workers
 
 if TYPE_CHECKING:
     import procrastinate
 
-    from ..kb import KnowledgeBase
-
-QUEUE = "sourcebook-ingest"
-TASK = "sourcebook.ingest"
-PARSED_MEDIA_TYPE = "application/vnd.sourcebook.parsed+json"
-"""A job payload that is an already parsed document (a BEIR record), not a file's bytes."""
 WAIT_POLL_SECONDS = 0.5
-_SCHEMA_LOCK = 7_210_432_001  # pg_advisory_xact_lock key: one process creates the schema at a time
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sourcebook_ingest_jobs (
-    id uuid PRIMARY KEY,
-    tenant text NOT NULL,
-    collection text NOT NULL,
-    document_id text NOT NULL,
-    source text NOT NULL,
-    data bytea,
-    media_type text,
-    metadata jsonb NOT NULL DEFAULT '{}',
-    result jsonb,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    finished_at timestamptz
-);
-CREATE INDEX IF NOT EXISTS sourcebook_ingest_jobs_unfinished
-    ON sourcebook_ingest_jobs (created_at) WHERE result IS NULL;
-"""
-# `data` holds the uploaded bytes (NULL for a URL) until the job is over; `result` the outcome.
-
 
 Payload = tuple[bytes | None, str | None, dict[str, Any]]
 """A job's stored bytes (None for a URL), their media type and the source's metadata (path, size...)."""
+Loadable = tuple[str, Callable[[], Any]]
+"""A source and how to load it: (fingerprint, parsed or None, raw or None), as ingest.load_items yields."""
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    """What a job carries (procrastinate's task kwargs): JSON, so any worker can run it."""
+class _Submitted:
+    """A submitted job once queued: what is settled already, what workers still run, who to tell."""
 
-    job_id: str
-    tenant: str
-    collection: str
-    source: str
-    document_id: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    attempts: int = 3
-    retry_delay: float = 2.0
-
-    def to_kwargs(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_kwargs(cls, kwargs: dict[str, Any]) -> JobSpec:
-        return cls(**kwargs)
-
-    def backoff(self, attempt: int) -> float:
-        """Seconds before the retry that follows failed attempt number `attempt` (1-based)."""
-        return self.retry_delay * 2 ** (attempt - 1)
-
-
-def parsed_to_bytes(document: ParsedDocument) -> bytes:
-    blocks = [[b.kind, b.text, list(b.heading_path), b.page] for b in document.blocks]
-    return json.dumps({"source": document.source, "title": document.title, "media_type": document.media_type,
-                       "metadata": document.metadata, "blocks": blocks}, ensure_ascii=False).encode()
-
-
-def parsed_from_bytes(data: bytes) -> ParsedDocument:
-    raw = json.loads(data)
-    blocks = tuple(Block(kind, text, tuple(path), page) for kind, text, path, page in raw["blocks"])
-    return ParsedDocument(raw["source"], raw["title"], blocks, raw["media_type"], raw["metadata"])
-
-
-def procrastinate_app(dsn: str, **pool: Any) -> procrastinate.App:
-    """A procrastinate App on `dsn` (its pool opens only when the app is opened)."""
-    try:
-        import procrastinate
-    except ImportError as exc:
-        raise ConfigurationError(
-            "ingestion jobs on Postgres need the 'postgres' extra: pip install 'sourcebook[postgres]'"
-        ) from exc
-    return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=dsn, **pool))
-
-
-def ensure_schema(dsn: str) -> None:
-    """Create procrastinate's schema (once) and the job payload table. Safe to call from many processes."""
-    app = procrastinate_app(dsn)
-    try:
-        with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            present = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
-            if not (present and present[0]):
-                conn.execute(app.schema_manager.get_schema())  # type: ignore[arg-type]
-            conn.execute(SCHEMA)  # type: ignore[arg-type]
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot create the ingestion queue's tables: {exc}") from exc
-
-
-def finished_results(conn: psycopg.Connection, job_ids: Sequence[str]) -> dict[str, IngestResult]:
-    """The outcome of each job of `job_ids` that is over."""
-    rows = conn.execute(
-        "SELECT id::text, result FROM sourcebook_ingest_jobs WHERE id = ANY(%s::uuid[]) AND result IS NOT NULL",
-        (list(job_ids),),
-    ).fetchall()
-    return {job_id: IngestResult(**result) for job_id, result in rows}
+    queued: Sequence[JobSpec]
+    settled: list[IngestResult]
+    done: JobDone | None
+    started: float
+    leftovers: bool = False
+    """Not a submission: run what a previous process left queued (the thread's first task)."""
 
 
 class QueueRunner:
-    """`kb.add` on Postgres: enqueue one job per source, then (optionally) wait for the workers."""
+    """Ingestion on Postgres: enqueue one job per source, then wait for the workers (`add`), or
+    let one background thread wait (`submit`)."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
-        self.kb = kb
-        self.dsn = kb.settings.db
+    persistent = True
+
+    def __init__(self, parts: IngestParts) -> None:
+        self.parts = parts
+        self.dsn = parts.settings.db
+        self._schema_ready = False
+        self._thread: JobThread[_Submitted] = JobThread(self._finish)
+
+    def _ensure_schema(self) -> None:
+        if not self._schema_ready:
+            ensure_schema(self.dsn)
+            self._schema_ready = True
 
     def add(
         self,
@@ -162,8 +93,9 @@ class QueueRunner:
         Unchanged files (same bytes as the ready document) and unreadable ones are settled
         here without a job, exactly as the in-process runner settles them.
         """
-        ensure_schema(self.dsn)
-        settled, queued = self.enqueue(sources, collection, metadata or {}, fmt, progress)
+        self._ensure_schema()
+        items = load_items(list(sources), fmt, self.parts.settings, progress)
+        settled, queued = self.enqueue(self.parts, items, collection, metadata or {}, fmt, progress)
         if not wait:
             return settled + [
                 IngestResult(spec.source, "queued", spec.document_id, str(DocumentStatus.PENDING), 0, 0) for spec in queued
@@ -171,21 +103,38 @@ class QueueRunner:
         results = self.wait(queued, progress)
         return settled + [results[spec.job_id] for spec in queued]
 
+    def submit(self, job: IngestJob, done: JobDone | None = None) -> None:
+        """Queue the job's documents now (the caller answers 202 on a durable queue); the
+        background thread waits for their outcomes and calls `done` with them."""
+        started = time.perf_counter()
+        parts = self.parts.for_tenant(job.tenant)
+        raws, sources, settled = read_uploads(parts.store, job)
+        queued: list[JobSpec] = []
+        try:
+            self._ensure_schema()
+            uploads: list[Loadable] = [(raw.source, _loaded(raw)) for raw in raws]
+            items = [*uploads, *load_items(sources, "auto", parts.settings)]
+            more, queued = self.enqueue(parts, items, job.collection, job.metadata, "auto")
+            settled += more
+        except Exception as exc:  # noqa: BLE001 - every document of the job must end, whatever failed
+            settled = fail_job(parts.store, job, exc)
+        self._thread.put(_Submitted(queued, settled, done, started))
+
     def enqueue(
-        self, sources: Sequence[str], collection: str, metadata: dict[str, Any], fmt: str,
+        self, parts: IngestParts, items: Iterable[Loadable], collection: str, metadata: dict[str, Any], fmt: str,
         progress: ProgressHandler | None = None,
     ) -> tuple[list[IngestResult], list[JobSpec]]:
         """Settle what needs no job, queue the rest; returns (settled results, queued jobs)."""
-        store = self.kb.store
+        store = parts.store
         tenant = store.tenant
-        settings = self.kb.settings
+        settings = parts.settings
         # Fails fast, before anything is queued, when the collection was built with another model.
-        store.ensure_collection(collection, self.kb.embedder.name, self.kb.embedder.dimension)
+        store.ensure_collection(collection, parts.embedder.name, parts.embedder.dimension)
         app = procrastinate_app(self.dsn)
         settled: list[IngestResult] = []
         queued: list[JobSpec] = []
-        with _connect(self.dsn) as conn:
-            for source, load in load_items(list(sources), fmt, settings, progress):
+        with connect(self.dsn) as conn:
+            for source, load in items:
                 doc_id = document_id(collection, source, tenant)
                 existing = store.get_document(doc_id)
                 spec = JobSpec(str(uuid.uuid4()), tenant, collection, source, doc_id, metadata,
@@ -206,12 +155,12 @@ class QueueRunner:
                     else:
                         assert raw is not None
                         payload = (raw.data, raw.media_type, raw.metadata)
-                self._queue_one(conn, app, spec, payload, existing is None)
+                self._queue_one(parts, conn, app, spec, payload, existing is None)
                 queued.append(spec)
         return settled, queued
 
     def _queue_one(
-        self, conn: psycopg.Connection, app: procrastinate.App, spec: JobSpec,
+        self, parts: IngestParts, conn: psycopg.Connection, app: procrastinate.App, spec: JobSpec,
         payload: Payload, new: bool,
     ) -> None:
         """Mark the document pending, then write the payload row and the job in one transaction.
@@ -220,7 +169,7 @@ class QueueRunner:
         its `ready` must not be overwritten by a late `pending`.
         """
         data, media_type, raw_metadata = payload
-        store = self.kb.store
+        store = parts.store
         if new:
             title = spec.source.rstrip("/").rsplit("/", 1)[-1] or spec.source
             store.upsert_document(spec.document_id, collection=spec.collection, source=spec.source, title=title,
@@ -250,12 +199,10 @@ class QueueRunner:
         With no live worker (none registered, or none with a fresh heartbeat) this process
         works the queue itself, so `add` always finishes, worker or not.
         """
-        from .worker import IngestWorker, live_workers
-
         pending = {spec.job_id for spec in queued}
         results: dict[str, IngestResult] = {}
         worker: IngestWorker | None = None
-        with _connect(self.dsn) as conn, ExitStack() as cleanup:
+        with connect(self.dsn) as conn, ExitStack() as cleanup:
             while pending:
                 done = finished_results(conn, sorted(pending))
                 for job_id, result in done.items():
@@ -268,19 +215,45 @@ class QueueRunner:
                     break
                 if live_workers(conn) == 0:
                     if worker is None:
-                        worker = IngestWorker(self.dsn, self.kb.settings, store=self.kb.store, embedder=self.kb.embedder)
+                        worker = IngestWorker(self.parts)
                         cleanup.callback(worker.close)
                     worker.run_until_idle()  # returns when no job can start now (retries may wait)
                 time.sleep(WAIT_POLL_SECONDS)
         return results
 
+    def work_leftovers(self) -> None:
+        """Run the jobs a previous process left queued, unless a live worker will."""
+        self._ensure_schema()
+        with connect(self.dsn) as conn:
+            if live_workers(conn) > 0:
+                return
+        worker = IngestWorker(self.parts)
+        try:
+            worker.run_until_idle()
+        finally:
+            worker.close()
+
+    def _finish(self, submitted: _Submitted) -> None:
+        if submitted.leftovers:
+            self.work_leftovers()
+            return
+        outcomes = self.wait(submitted.queued)
+        results = submitted.settled + [outcomes[spec.job_id] for spec in submitted.queued]
+        if submitted.done is not None:
+            submitted.done(results, time.perf_counter() - submitted.started)
+
+    def depth(self) -> int:
+        return self._thread.depth()
+
+    def start(self) -> None:
+        """Start the background thread; its first task runs what a previous process left queued."""
+        self._thread.start()
+        self._thread.put(_Submitted((), [], None, time.perf_counter(), leftovers=True))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._thread.stop(timeout)
 
 
-@contextmanager
-def _connect(dsn: str) -> Iterator[psycopg.Connection]:
-    """An autocommit connection to the queue's database; its errors surface as StoreError."""
-    try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            yield conn
-    except psycopg.Error as exc:
-        raise StoreError(f"ingestion queue: {exc}") from exc
+def _loaded(raw: RawSource) -> Callable[[], Any]:
+    """An upload's loader: its bytes are in hand already."""
+    return lambda: (raw.fingerprint, None, raw)

@@ -26,8 +26,6 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from ..embedders import create_embedder
-from ..embedders.base import Embedder
 from ..errors import (
     BlockedURLError,
     ConfigurationError,
@@ -41,10 +39,9 @@ from ..errors import (
 )
 from ..loaders import RawSource, read_source
 from ..models import DocumentStatus, IngestResult
-from ..settings import Settings
-from ..stores import open_store
 from ..stores.base import Store
-from .queue import PARSED_MEDIA_TYPE, QUEUE, TASK, JobSpec, ensure_schema, parsed_from_bytes, procrastinate_app
+from .base import IngestParts
+from .postgres import PARSED_MEDIA_TYPE, QUEUE, TASK, JobSpec, ensure_schema, parsed_from_bytes, procrastinate_app
 
 if TYPE_CHECKING:
     import procrastinate
@@ -99,15 +96,16 @@ def _retry_strategy() -> Any:
 
 
 class IngestWorker:
-    """Runs ingestion jobs: `run()` until SIGTERM/SIGINT (graceful), or `run_until_idle()`."""
+    """Runs ingestion jobs: `run()` until SIGTERM/SIGINT (graceful), or `run_until_idle()`.
+
+    `parts` (wiring.Components on the queue's database) give the store, whose tenant views
+    jobs write to, the model the jobs share and the ingestion pipeline; their owner closes them.
+    """
 
     def __init__(
         self,
-        dsn: str,
-        settings: Settings,
+        parts: IngestParts,
         *,
-        store: Store | None = None,
-        embedder: Embedder | None = None,
         concurrency: int = 1,
         heartbeat: float = HEARTBEAT_SECONDS,
         stalled_after: float = STALLED_AFTER_SECONDS,
@@ -121,26 +119,19 @@ class IngestWorker:
                 f"stalled_after ({stalled_after} s) must exceed the heartbeat interval ({heartbeat} s), "
                 "or live workers would look dead"
             )
+        dsn = parts.settings.db
         ensure_schema(dsn)
-        self.dsn = dsn
-        self.settings = settings
+        self.parts = parts
+        self.settings = parts.settings
         self.concurrency = concurrency
         self.heartbeat = heartbeat
         self.stalled_after = stalled_after
         self.shutdown_timeout = shutdown_timeout
         self.name = name
-        self.store = store if store is not None else open_store(dsn)
-        self._owns_store = store is None
-        self._embedder = embedder
+        self.store = parts.store
         self._pool = ConnectionPool(dsn, min_size=1, max_size=concurrency + 1, kwargs={"autocommit": True}, open=True)
         self.app: procrastinate.App = procrastinate_app(dsn, min_size=2, max_size=concurrency + 4)
         self.app.task(name=TASK, queue=QUEUE, retry=_retry_strategy(), pass_context=True)(self._run_job)
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = create_embedder(self.settings)
-        return self._embedder
 
     # Running -----------------------------------------------------------------
     def run(self) -> None:
@@ -152,7 +143,7 @@ class IngestWorker:
         asyncio.run(self._run(wait=False))
 
     async def _run(self, *, wait: bool) -> None:
-        _ = self.embedder  # load the model before taking jobs, not inside the first one
+        _ = self.parts.embedder  # load the model before taking jobs, not inside the first one
         async with self.app.open_async():
             await self.recover_stalled()
             recovery = asyncio.create_task(self._recovery_loop()) if wait else None
@@ -169,8 +160,6 @@ class IngestWorker:
 
     def close(self) -> None:
         self._pool.close()
-        if self._owns_store:
-            self.store.close()
 
     # Stalled jobs ------------------------------------------------------------
     async def _recovery_loop(self) -> None:
@@ -220,7 +209,7 @@ class IngestWorker:
         attempt = context.job.attempts + 1
         store = self.store.for_tenant(spec.tenant)
         try:
-            result = self._ingest(store, spec)
+            result = self._ingest(spec)
         except Exception as exc:
             retry = is_transient(exc) and attempt < spec.attempts
             reason = exc.reason if isinstance(exc, IngestJobError) else (
@@ -237,16 +226,16 @@ class IngestWorker:
         self._finish(spec, result)
         return result.to_dict()
 
-    def _ingest(self, store: Store, spec: JobSpec) -> IngestResult:
-        from ..kb import KnowledgeBase
-
+    def _ingest(self, spec: JobSpec) -> IngestResult:
+        parts = self.parts.for_tenant(spec.tenant)
+        store = parts.store
         loaded = self._load(spec)
         fingerprint = loaded[0]
         record = store.get_document(spec.document_id)
         if record is not None and record.content_hash == fingerprint:  # e.g. a URL that did not change
             store.set_status(spec.document_id, DocumentStatus.READY)
             return IngestResult(spec.source, "unchanged", spec.document_id, str(DocumentStatus.READY), record.chunk_count, 0)
-        ingestor = KnowledgeBase(store, self.settings, self.embedder).ingestor()
+        ingestor = parts.ingestor()
         results = ingestor.add_loaded([(spec.source, lambda: loaded)], spec.collection, spec.metadata)
         result = results[-1]
         if result.action == "failed":

@@ -21,11 +21,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..apikeys import KeyStore
 from ..errors import SourcebookError
+from ..jobs import IngestionRunner
 from ..kb import KnowledgeBase
 from .config import ServerSettings
 from .context import Service
 from .errors import PayloadTooLargeError, status_of
-from .ingestion import IngestJob, IngestQueue, ThreadQueue, UploadStore, run_job
+from .ingestion import UploadStore
 from .limits import BodyLimitMiddleware
 from .metrics import Metrics
 from .observability import ObservabilityMiddleware
@@ -89,11 +90,12 @@ def create_app(
     kb: KnowledgeBase,
     settings: ServerSettings | None = None,
     keys: KeyStore | None = None,
-    queue: IngestQueue | None = None,
+    queue: IngestionRunner | None = None,
 ) -> FastAPI:
     """The app over `kb`. With `settings.auth` (the default) callers need a key of `keys`, by default
     the key store in the knowledge base's own database; without it everyone is an admin of the
-    knowledge base's tenant (for local use only). `queue` None runs ingestion in a thread here."""
+    knowledge base's tenant (for local use only). `queue` None uses the knowledge base's own
+    ingestion runner (jobs/: a thread here on SQLite, procrastinate jobs on Postgres)."""
     settings = settings or ServerSettings()
     owned_keys = keys is None and settings.auth
     if not settings.auth:
@@ -102,19 +104,15 @@ def create_app(
         keys = kb.api_keys()
     metrics = Metrics()
     uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
-
-    def ingest(job: IngestJob) -> None:
-        run_job(service.kb_for(job.tenant), uploads, job, metrics)
-
     service = Service(
-        kb=kb, settings=settings, keys=keys, queue=queue or ThreadQueue(ingest), uploads=uploads,
+        kb=kb, settings=settings, keys=keys, queue=queue or kb.ingestion_runner(), uploads=uploads,
         metrics=metrics, limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.queue.start()
-        if queue is None:
+        if not service.queue.persistent:
             resumed = await run_in_threadpool(service.resume_ingestion)
             if resumed:
                 logger.info("queued %d documents left unfinished by the previous run", resumed)

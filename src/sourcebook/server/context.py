@@ -11,12 +11,13 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from ..apikeys import KeyStore
+from ..jobs import IngestionRunner, IngestItem, IngestJob
 from ..kb import KnowledgeBase
 from ..models import DocumentStatus
 from .auth import Principal, authenticate
 from .config import ServerSettings
 from .errors import ConflictError, RateLimitedError
-from .ingestion import IngestItem, IngestJob, IngestQueue, UploadStore
+from .ingestion import UploadStore, metrics_recorder
 from .metrics import Metrics
 from .ratelimit import RateLimiter
 
@@ -28,7 +29,7 @@ class Service:
     kb: KnowledgeBase
     settings: ServerSettings
     keys: KeyStore | None
-    queue: IngestQueue
+    queue: IngestionRunner
     uploads: UploadStore
     metrics: Metrics
     limiter: RateLimiter
@@ -56,20 +57,24 @@ class Service:
             with self._lock:
                 self._graph_builds.discard(tenant)
 
+    def submit(self, job: IngestJob) -> None:
+        """Hand a job of pending documents to the ingestion runner; the metrics count its outcome."""
+        self.queue.submit(job, metrics_recorder(self.metrics))
+
     def resume_ingestion(self) -> int:
         """Queue again what a previous run left pending or processing (its queue lived in its memory).
 
-        Only right when this process owns the queue (the in-process thread): with a shared,
-        persistent queue the jobs are still in it. Returns how many documents were queued."""
+        Only right when the runner's jobs do not outlive it (the in-process thread): with a
+        shared, persistent queue the jobs are still in it. Returns how many documents were queued."""
         tenants = {self.kb.tenant} | ({key.tenant for key in self.keys.list()} if self.keys else set())
         count = 0
         for tenant in sorted(tenants):
             kb = self.kb_for(tenant)
             for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING):
                 for record in kb.documents(status=status):
-                    uploaded = self.uploads.path(tenant, record.id).exists()
-                    item = IngestItem(record.id, record.source, uploaded, record.media_type or None)
-                    self.queue.submit(IngestJob(tenant, record.collection, (item,), record.metadata))
+                    upload = self.uploads.path(tenant, record.id)
+                    item = IngestItem(record.id, record.source, str(upload) if upload.exists() else None, record.media_type or None)
+                    self.submit(IngestJob(tenant, record.collection, (item,), record.metadata))
                     count += 1
         return count
 

@@ -20,7 +20,7 @@ from ...loaders import is_url
 from ...models import DocumentRecord, DocumentStatus
 from ..context import Call, CallDep
 from ..errors import ConflictError, InvalidRequestError, PayloadTooLargeError
-from ..ingestion import IngestItem, IngestJob
+from ...jobs import IngestItem, IngestJob
 from ..schemas import (
     NAME_PATTERN,
     Chunk,
@@ -59,11 +59,10 @@ def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[
     items: list[IngestItem] = []
     for source, data, media_type in entries:
         record = call.kb.enqueue(source, collection, metadata=metadata)
-        if data is not None:
-            call.service.uploads.save(tenant, record.id, data)
+        upload = None if data is None else str(call.service.uploads.save(tenant, record.id, data))
         records.append(record)
-        items.append(IngestItem(record.id, source, data is not None, media_type))
-    call.service.queue.submit(IngestJob(tenant, collection, tuple(items), metadata))
+        items.append(IngestItem(record.id, source, upload, media_type))
+    call.service.submit(IngestJob(tenant, collection, tuple(items), metadata))
     return DocumentsQueued(documents=[_document(r) for r in records])
 
 
