@@ -33,6 +33,7 @@ def worker(
     """Process ingestion jobs from the Postgres queue until SIGTERM/SIGINT (then finish the running ones)."""
     from .cli import _errors, _State
     from .jobs.worker import IngestWorker
+    from .wiring import Components
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with _errors(False):
@@ -41,10 +42,10 @@ def worker(
             raise ConfigurationError(
                 "sourcebook worker needs a Postgres database: --db postgresql://... (SQLite ingests in-process)"
             )
-        settings = Settings(db=db)
-        runner = IngestWorker(db, settings, concurrency=concurrency, heartbeat=heartbeat, stalled_after=stalled_after,
-                              shutdown_timeout=shutdown_timeout, name=name)
-        try:
-            runner.run_until_idle() if until_idle else runner.run()
-        finally:
-            runner.close()
+        with Components.build(Settings(db=db)) as parts:
+            runner = IngestWorker(parts, concurrency=concurrency, heartbeat=heartbeat, stalled_after=stalled_after,
+                                  shutdown_timeout=shutdown_timeout, name=name)
+            try:
+                runner.run_until_idle() if until_idle else runner.run()
+            finally:
+                runner.close()
