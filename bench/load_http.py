@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from sourcebook import KnowledgeBase
-from sourcebook.apikeys import key_store_for, make_grants
+from sourcebook.apikeys import make_grants
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUESTIONS = [json.loads(line)["question"] for line in (EXAMPLES / "questions.jsonl").read_text().splitlines() if line.strip()]
@@ -147,7 +147,7 @@ def main() -> None:
         started = time.monotonic()
         with KnowledgeBase.open(db) as kb:
             kb.add(str(EXAMPLES / "docs"))
-            keys = key_store_for(kb.store)
+            keys = kb.api_keys()
             secrets = [keys.create(f"load-{i}", "default", make_grants("write")).secret for i in range(args.clients)]
             keys.close()
         print(f"indexed examples/docs in {time.monotonic() - started:.1f} s")

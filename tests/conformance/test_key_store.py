@@ -20,9 +20,8 @@ from sourcebook.apikeys import (
     make_grants,
 )
 from sourcebook.errors import InvalidTenantError
-from sourcebook.stores.postgres import PostgresStore
-from sourcebook.stores.postgres_keys import PostgresKeyStore
-from sourcebook.stores.sqlite_keys import SQLiteKeyStore
+from sourcebook.stores.postgres import PostgresKeyStore, PostgresStore
+from sourcebook.stores.sqlite import SQLiteKeyStore
 
 KEY_STORE_FACTORIES = [
     pytest.param(lambda request: SQLiteKeyStore(str(request.getfixturevalue("tmp_path") / "keys.db")), id="sqlite"),

@@ -8,16 +8,16 @@ from pathlib import Path
 import httpx
 
 from sourcebook import KnowledgeBase
-from sourcebook.apikeys import key_store_for, make_grants
+from sourcebook.apikeys import make_grants
 from sourcebook.server import ServerSettings, create_app
-from sourcebook.stores.postgres_keys import PostgresKeyStore
+from sourcebook.stores.postgres import PostgresKeyStore
 from tests.server.conftest import LiveServer, wait_ready
 from tests.server.test_api import NOTE, upload
 
 
 def test_the_service_runs_on_postgres_with_keys_and_tenants(migrated_postgres_dsn: str, tmp_path: Path) -> None:
     with KnowledgeBase.open(migrated_postgres_dsn) as kb:
-        keys = key_store_for(kb.store)
+        keys = kb.api_keys()
         assert isinstance(keys, PostgresKeyStore)
         acme = keys.create("acme app", "acme", make_grants("admin", ())).secret
         globex = keys.create("globex app", "globex", make_grants("admin", ())).secret

@@ -16,7 +16,18 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from ..tenants import DEFAULT_TENANT, check_tenant
-from .base import CollectionInfo, Store
+from .base import (
+    ChatMessageRecord,
+    ChatSessionRecord,
+    ChatStore,
+    CollectionInfo,
+    ContextCache,
+    DocumentStore,
+    GraphStore,
+    KeyStoreProvider,
+    SearchStore,
+    Store,
+)
 from .sqlite import SQLiteStore
 
 StoreFactory = Callable[[str], Store]
@@ -88,4 +99,19 @@ def _entry_point_factory(scheme: str) -> StoreFactory | None:
     return next((entry_point.load() for entry_point in found), None)
 
 
-__all__ = ["CollectionInfo", "SQLiteStore", "Store", "StoreFactory", "open_store", "register_store"]
+__all__ = [
+    "ChatMessageRecord",
+    "ChatSessionRecord",
+    "ChatStore",
+    "CollectionInfo",
+    "ContextCache",
+    "DocumentStore",
+    "GraphStore",
+    "KeyStoreProvider",
+    "SQLiteStore",
+    "SearchStore",
+    "Store",
+    "StoreFactory",
+    "open_store",
+    "register_store",
+]
