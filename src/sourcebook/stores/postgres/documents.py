@@ -19,9 +19,7 @@ import psycopg
 from ...models import Chunk
 from ..bm25 import term_counts
 from ..common import (
-    check_chunks_and_vectors,
     check_vector_dimension,
-    check_windows,
     chunk_id,
     collection_not_found,
     document_id_taken,
@@ -90,18 +88,11 @@ class PostgresDocuments(SqlDocuments):
             conn.execute("DELETE FROM collections WHERE name = %s", (name,))
 
     # Documents -----------------------------------------------------------
-    def replace_chunks(
-        self,
-        document_id: str,
-        *,
-        content_hash: str,
-        title: str,
-        chunks: Sequence[Chunk],
-        vectors: np.ndarray,
-        windows: Sequence[np.ndarray] | None = None,
+    def _replace_chunks(
+        self, document_id: str, content_hash: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray,
+        windows: list[np.ndarray],
     ) -> None:
-        check_chunks_and_vectors(chunks, vectors)
-        window_vectors = check_windows(chunks, vectors, windows)
+        """`replace_chunks` on checked input."""
         with self._write() as conn:
             row = conn.execute(
                 """SELECT d.collection, c.dimension FROM documents d JOIN collections c ON c.name = d.collection
@@ -114,7 +105,7 @@ class PostgresDocuments(SqlDocuments):
             check_vector_dimension(document_id, dimension, vectors)
             graph_write.forget_document(Sql(conn, POSTGRES).execute, document_id)
             conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
-            _copy_chunks(conn, document_id, collection, title, chunks, vectors, window_vectors)
+            _copy_chunks(conn, document_id, collection, title, chunks, vectors, windows)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, chunk_count = %s, content_hash = %s,
                           title = %s, updated_at = %s WHERE id = %s""",

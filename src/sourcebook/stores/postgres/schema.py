@@ -132,6 +132,13 @@ MIGRATIONS: tuple[Migration, ...] = (
                 length integer NOT NULL,
                 PRIMARY KEY (tenant, term, chunk_seq) INCLUDE (tf, length))""",
             "CREATE INDEX chunk_terms_chunk ON chunk_terms (chunk_seq)",
+            f"""CREATE TABLE chunk_contexts (
+                {_TENANT},
+                chunk_hash text NOT NULL,
+                generator text NOT NULL,
+                context text NOT NULL,
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, chunk_hash, generator))""",
             f"""CREATE TABLE chat_sessions (
                 {_TENANT},
                 id text NOT NULL,
@@ -149,13 +156,6 @@ MIGRATIONS: tuple[Migration, ...] = (
                 created_at timestamptz NOT NULL,
                 FOREIGN KEY (tenant, session_id) REFERENCES chat_sessions (tenant, id) ON DELETE CASCADE)""",
             "CREATE INDEX chat_messages_session ON chat_messages (tenant, session_id, seq)",
-            f"""CREATE TABLE chunk_contexts (
-                {_TENANT},
-                chunk_hash text NOT NULL,
-                generator text NOT NULL,
-                context text NOT NULL,
-                created_at timestamptz NOT NULL,
-                PRIMARY KEY (tenant, chunk_hash, generator))""",
             *_row_level_security(TENANT_TABLES),
         ),
         about="initial schema with tenants and row-level security",

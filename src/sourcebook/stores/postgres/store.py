@@ -8,8 +8,9 @@ vectors.py, keywords.py, graph.py, keys.py; the SQL both stores share is in stor
   transaction that first sets ``sourcebook.tenant`` (and ``hnsw.ef_search``) with
   ``set_config(..., true)``, so the settings die with the transaction and a pooled
   connection never carries one tenant's scope into another's work.
-* Tenant isolation is row-level security, not WHERE clauses: no query here names a
-  tenant. Reads are pipelined (the settings and the query go in one round trip).
+* Tenant isolation is row-level security, not WHERE clauses: the Postgres-only queries
+  name no tenant, and the SQL shared with SQLite (stores/sql/), which does, is checked by
+  the same policies. Reads are pipelined (the settings and the query go in one round trip).
 """
 
 from __future__ import annotations

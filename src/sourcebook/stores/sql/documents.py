@@ -12,9 +12,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ...models import DocumentRecord, DocumentStatus, StoredChunk
+import numpy as np
+
+from ...models import Chunk, DocumentRecord, DocumentStatus, StoredChunk
 from ..base import CollectionInfo
-from ..common import missing_collection, model_mismatch, not_found, now, source_taken
+from ..common import (
+    check_chunks_and_vectors,
+    check_windows,
+    missing_collection,
+    model_mismatch,
+    not_found,
+    now,
+    source_taken,
+)
 from .base import SharedSql
 from .dialect import Sql, decoded, iso
 
@@ -60,6 +70,13 @@ class SqlDocuments(SharedSql):
 
     def _upsert_document_row(self, sql: Sql, params: tuple[Any, ...]) -> None:
         """Run UPSERT_DOCUMENT, refusing with `common.document_id_taken` an id another tenant holds."""
+        raise NotImplementedError
+
+    def _replace_chunks(
+        self, document_id: str, content_hash: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray,
+        windows: list[np.ndarray],
+    ) -> None:
+        """`replace_chunks` once its input is checked: each store writes chunks its own way."""
         raise NotImplementedError
 
     def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:
@@ -149,6 +166,20 @@ class SqlDocuments(SharedSql):
                 document_id, self.tenant, collection, source, title, media_type, DocumentStatus(status).value,
                 error, json.dumps(metadata, default=str), stamp, stamp,
             ))
+
+    def replace_chunks(
+        self,
+        document_id: str,
+        *,
+        content_hash: str,
+        title: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        windows: Sequence[np.ndarray] | None = None,
+    ) -> None:
+        """See `DocumentStore.replace_chunks`: malformed input is refused before any transaction."""
+        check_chunks_and_vectors(chunks, vectors)
+        self._replace_chunks(document_id, content_hash, title, chunks, vectors, check_windows(chunks, vectors, windows))
 
     def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None:
         with self._writing() as sql:

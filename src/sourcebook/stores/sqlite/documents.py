@@ -19,9 +19,7 @@ import numpy as np
 
 from ...models import Chunk
 from ..common import (
-    check_chunks_and_vectors,
     check_vector_dimension,
-    check_windows,
     chunk_id,
     collection_not_found,
     document_id_taken,
@@ -60,24 +58,17 @@ class SQLiteDocuments(SqlDocuments):
             conn.execute("DELETE FROM collections WHERE tenant = ? AND name = ?", key)
             bump_generation(conn)
 
-    def replace_chunks(
-        self,
-        document_id: str,
-        *,
-        content_hash: str,
-        title: str,
-        chunks: Sequence[Chunk],
-        vectors: np.ndarray,
-        windows: Sequence[np.ndarray] | None = None,
+    def _replace_chunks(
+        self, document_id: str, content_hash: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray,
+        windows: list[np.ndarray],
     ) -> None:
-        check_chunks_and_vectors(chunks, vectors)
-        window_vectors = check_windows(chunks, vectors, windows)
+        """`replace_chunks` on checked input."""
         with self._write() as conn:
             dimension = _document_dimension(conn, self.tenant, document_id)
             check_vector_dimension(document_id, dimension, vectors)
             graph_write.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
-            _insert_chunk_rows(conn, document_id, title, chunks, vectors, window_vectors)
+            _insert_chunk_rows(conn, document_id, title, chunks, vectors, windows)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, content_hash = ?,
                           title = ?, updated_at = ? WHERE id = ?""",
