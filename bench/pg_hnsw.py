@@ -45,7 +45,7 @@ import psycopg
 from latency_100k import DATA, load, real_material, say
 from sourcebook import KnowledgeBase
 from sourcebook.evaluation.metrics import percentile
-from sourcebook.stores.embedded_pg import EmbeddedPostgres
+from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "pg_hnsw.json"

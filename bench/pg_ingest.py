@@ -34,7 +34,7 @@ import psycopg
 from latency_100k import DATA, load, say
 from sourcebook import KnowledgeBase
 from sourcebook.jobs.worker import live_workers
-from sourcebook.stores.embedded_pg import EmbeddedPostgres
+from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "pg_ingest.json"

@@ -29,7 +29,7 @@ from sourcebook.copying import copy_store
 from sourcebook.evaluation.dataset import read_qrels, read_queries
 from sourcebook.evaluation.metrics import mean_ndcg, mean_recall, percentile
 from sourcebook.retrieval import SearchOptions
-from sourcebook.stores.embedded_pg import EmbeddedPostgres
+from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres import PostgresStore
 from sourcebook.stores.sqlite import SQLiteStore
 

@@ -15,7 +15,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from sourcebook import KnowledgeBase
-from sourcebook.stores.embedded_pg import EmbeddedPostgres
+from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -11,7 +11,7 @@ import pytest
 
 from sourcebook import KnowledgeBase
 from sourcebook.stores import open_store
-from sourcebook.stores.postgres_schema import SCHEMA_VERSION
+from sourcebook.stores.postgres.schema import SCHEMA_VERSION
 from tests.test_cli import check_hit, run
 
 QUESTION = "How many days of paid holiday does a full-time employee get?"

@@ -7,21 +7,20 @@ belongs to one tenant and grants a role per collection, or on every collection w
 Roles are ordered: read (search, ask, chat, list) < write (add, delete, reindex documents)
 < admin (create and delete collections).
 
-Where keys live is a `KeyStore`; `key_store_for(store)` picks the implementation that
-matches the knowledge base's store (SQLite here; a Postgres one registers itself).
+Where keys live is a `KeyStore`; a store's `api_keys()` gives the one kept in its own
+database (stores/sqlite/keys.py, stores/postgres/keys.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError, StoreError
-from .stores.base import Store
 from .tenants import check_tenant
 
 ALL_COLLECTIONS = "*"
@@ -117,7 +116,7 @@ def make_grants(role: str, collections: list[str] | tuple[str, ...] = ()) -> dic
 
 @runtime_checkable
 class KeyStore(Protocol):
-    """Where API keys live. Implementations pass tests/conformance/test_key_store.py."""
+    """Where API keys live. Implementations pass sourcebook.testing.KeyStoreSuite."""
 
     def create(self, name: str, tenant: str, grants: Mapping[str, Role]) -> NewKey:
         """A new key for `tenant`; raises InvalidTenantError or InvalidGrantError for bad input."""
@@ -142,36 +141,3 @@ def check_new_key(tenant: str, grants: Mapping[str, Role]) -> None:
     for collection, role in grants.items():
         if not collection or not isinstance(role, Role):
             raise InvalidGrantError(f"bad grant {collection!r}: {role!r}; use a collection name and a Role")
-
-
-KeyStoreFactory = Callable[[Store], KeyStore]
-_FACTORIES: dict[type, KeyStoreFactory] = {}
-
-
-def register_key_store(store_type: type, factory: KeyStoreFactory) -> None:
-    """Make `key_store_for` build keys stores of `factory` for stores of `store_type`."""
-    _FACTORIES[store_type] = factory
-
-
-def key_store_for(store: Store) -> KeyStore:
-    """The key store kept in the same database as `store`."""
-    for store_type, factory in _FACTORIES.items():
-        if isinstance(store, store_type):
-            return factory(store)
-    raise ConfigurationError(f"no API key store for a {type(store).__name__}; register one with register_key_store")
-
-
-def _register_builtin() -> None:
-    from .stores.sqlite import SQLiteStore
-    from .stores.sqlite_keys import SQLiteKeyStore
-
-    register_key_store(SQLiteStore, lambda store: SQLiteKeyStore(store.path))  # type: ignore[attr-defined]
-    try:
-        from .stores.postgres import PostgresStore
-        from .stores.postgres_keys import PostgresKeyStore
-    except ImportError:  # the optional 'postgres' extra is not installed
-        return
-    register_key_store(PostgresStore, PostgresKeyStore)
-
-
-_register_builtin()

@@ -105,7 +105,7 @@ def postgres_start(
 ) -> None:
     """Start a server in DIRECTORY (kept running after this command) and print its DSN."""
     from .cli import _emit_json, _errors
-    from .stores.embedded_pg import EmbeddedPostgres
+    from .stores.postgres.embedded import EmbeddedPostgres
 
     with _errors(as_json):
         server = EmbeddedPostgres.start(directory, keep_running=True)
@@ -122,7 +122,7 @@ def postgres_stop(
     directory: Annotated[Path, typer.Argument(help="The data directory given to start.")] = Path(".sourcebook-pg"),
 ) -> None:
     """Stop the server running in DIRECTORY (its data stays for the next start)."""
-    from .stores.embedded_pg import stop_directory
+    from .stores.postgres.embedded import stop_directory
 
     out.print("stopped" if stop_directory(directory) else f"no server was running in {directory}")
 

@@ -20,7 +20,7 @@ from .answering.prompts import enrich_request
 from .errors import GeneratorError
 from .generators import Generator
 from .models import Chunk, ParsedDocument
-from .stores.base import Store
+from .stores.base import ContextCache
 
 RESERVE_TOKENS = 48
 SENTENCE_CHARS = 160  # about RESERVE_TOKENS word pieces of English
@@ -37,7 +37,7 @@ def _one_sentence(text: str) -> str:
 class ContextualEnricher:
     reserve_tokens = RESERVE_TOKENS
 
-    def __init__(self, generator: Generator, store: Store) -> None:
+    def __init__(self, generator: Generator, store: ContextCache) -> None:
         self._generator = generator
         self._store = store
 

@@ -28,7 +28,7 @@ from .errors import SourcebookError
 from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
 from .settings import Settings
-from .stores.base import Store
+from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
 from .windows import window_texts
 
@@ -102,7 +102,7 @@ def _read(source: str, settings: Settings) -> tuple[str, None, RawSource]:
 
 
 def record_failure(
-    store: Store, existing: DocumentRecord | None, doc_id: str, collection: str, source: str, exc: SourcebookError
+    store: DocumentStore, existing: DocumentRecord | None, doc_id: str, collection: str, source: str, exc: SourcebookError
 ) -> IngestResult:
     """Record a failure. A ready document keeps its chunks and status untouched; one that was
     waiting (queued as pending by the HTTP service or the job queue) records the error its
@@ -167,7 +167,7 @@ class _Batch:
 
 @dataclass
 class Ingestor:
-    store: Store
+    store: DocumentStore
     embedder: Embedder
     settings: Settings
     progress: ProgressHandler | None = None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .apikeys import KeyStore, key_store_for
+from .apikeys import KeyStore
 from .answering.llm import Answerer, AnswerStream, Question
 from .chat import ChatSession
 from .embedders.base import Embedder
@@ -345,7 +345,7 @@ class KnowledgeBase:
 
     def api_keys(self) -> KeyStore:
         """The API keys kept in this knowledge base's own database (`sourcebook keys`, the server)."""
-        return key_store_for(self._store)
+        return self._store.api_keys()
 
     # Knowledge graph (graph/) -------------------------------------------
     def graph_extractor(self, llm: str | None = None, kind: str | None = None) -> Extractor:

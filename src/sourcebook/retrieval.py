@@ -1,4 +1,4 @@
-"""Keyword, vector and hybrid retrieval over a `Store`.
+"""Keyword, vector and hybrid retrieval over a `SearchStore`.
 
 Hybrid search fuses the two ranked lists. Two methods:
 - "zscore" (default): each list's scores are standardised over its candidates
@@ -27,7 +27,7 @@ from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
 from .settings import RetrievalMode, Settings
-from .stores.base import Store
+from .stores.base import SearchStore
 
 MODES: tuple[RetrievalMode, ...] = ("keyword", "vector", "hybrid")
 """The modes that need no knowledge graph (what `eval retrieval` runs by default)."""
@@ -119,7 +119,7 @@ def zscore_fusion(rankings: Sequence[Sequence[ScoredId]], weights: Sequence[floa
 class Retriever:
     """Runs searches; loads the embedder only when a mode needs vectors."""
 
-    def __init__(self, store: Store, embedder: Callable[[], Embedder]) -> None:
+    def __init__(self, store: SearchStore, embedder: Callable[[], Embedder]) -> None:
         self._store = store
         self._embedder = embedder
 

@@ -22,7 +22,7 @@ import uvicorn
 from sourcebook import KnowledgeBase, Settings
 from sourcebook.apikeys import KeyStore, make_grants
 from sourcebook.server import ServerSettings, create_app
-from sourcebook.stores.sqlite_keys import SQLiteKeyStore
+from sourcebook.stores.sqlite import SQLiteKeyStore
 
 
 class LiveServer:

@@ -340,7 +340,7 @@ def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> No
     from sourcebook.server import ServerSettings, create_app
     from sourcebook.server.app import default_upload_dir
     from sourcebook.server.ingestion import UploadStore
-    from sourcebook.stores.sqlite_keys import SQLiteKeyStore
+    from sourcebook.stores.sqlite import SQLiteKeyStore
     from tests.server.conftest import LiveServer
 
     db = str(tmp_path / "kb.db")

@@ -10,7 +10,7 @@ import httpx
 from sourcebook import KnowledgeBase
 from sourcebook.apikeys import make_grants
 from sourcebook.server import ServerSettings, create_app
-from sourcebook.stores.postgres_keys import PostgresKeyStore
+from sourcebook.stores.postgres import PostgresKeyStore
 from tests.server.conftest import LiveServer, wait_ready
 from tests.server.test_api import NOTE, upload
 

@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection
 from sourcebook import KnowledgeBase
 from sourcebook.apikeys import make_grants
 from sourcebook.server import ServerSettings, create_app
-from sourcebook.stores.sqlite_keys import SQLiteKeyStore
+from sourcebook.stores.sqlite import SQLiteKeyStore
 from tests.server.conftest import LiveServer
 
 EXAMPLES = 10

@@ -9,7 +9,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from sourcebook.errors import ConfigurationError
-from sourcebook.stores.embedded_pg import EmbeddedPostgres, stop_directory
+from sourcebook.stores.postgres.embedded import EmbeddedPostgres, stop_directory
 
 
 def test_fresh_databases_are_separate_and_have_pgvector(embedded_postgres: EmbeddedPostgres) -> None:

@@ -14,9 +14,9 @@ from psycopg.conninfo import conninfo_to_dict
 from sourcebook.errors import StoreError
 from sourcebook.models import SearchFilter
 from sourcebook.stores import open_store
-from sourcebook.stores.embedded_pg import EmbeddedPostgres
+from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
-from sourcebook.stores.postgres_schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
+from sourcebook.stores.postgres.schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
 from sourcebook.testing.helpers import DIM, MODEL, add_document, make_chunks, unit
 
 ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES)

@@ -7,10 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from sourcebook.apikeys import KeyStore
 from sourcebook.stores import Store
 from sourcebook.stores.postgres import PostgresStore
-from sourcebook.stores.postgres_keys import PostgresKeyStore
 from sourcebook.testing import StoreConformance
 
 
@@ -20,9 +18,3 @@ class TestPostgresStore(StoreConformance):
         store = PostgresStore(migrated_postgres_dsn)
         yield store
         store.close()
-
-    @pytest.fixture
-    def key_store(self, migrated_postgres_dsn: str) -> Iterator[KeyStore]:
-        keys = PostgresKeyStore(PostgresStore(migrated_postgres_dsn), close_store=True)
-        yield keys
-        keys.close()

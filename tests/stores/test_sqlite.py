@@ -20,7 +20,10 @@ from sourcebook import stores
 from sourcebook.errors import ConfigurationError, InvalidQueryError, StoreError
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore, open_store
-from sourcebook.stores import sqlite as sqlite_store
+from sourcebook.stores.sqlite import documents as sqlite_documents
+from sourcebook.stores.sqlite import keyword_index as sqlite_keyword_index
+from sourcebook.stores.sqlite import schema as sqlite_schema
+from sourcebook.stores.sqlite import vectors as sqlite_vectors
 
 DIM = 4
 EVERYTHING = SearchFilter()
@@ -64,8 +67,8 @@ def raw(db_path: Path, sql: str) -> list[tuple]:
 # The file ---------------------------------------------------------------------------------
 def test_wal_mode_and_schema_version(store: SQLiteStore, db_path: Path) -> None:
     assert raw(db_path, "PRAGMA journal_mode") == [("wal",)]
-    assert raw(db_path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
-    assert raw(db_path, "PRAGMA application_id") == [(sqlite_store.APPLICATION_ID,)]
+    assert raw(db_path, "PRAGMA user_version") == [(sqlite_schema.SCHEMA_VERSION,)]
+    assert raw(db_path, "PRAGMA application_id") == [(sqlite_schema.APPLICATION_ID,)]
 
 
 def test_reopening_keeps_data(store: SQLiteStore, db_path: Path) -> None:
@@ -92,7 +95,7 @@ def test_another_applications_database_is_refused(tmp_path: Path) -> None:
 
 def test_newer_schema_is_refused(store: SQLiteStore, db_path: Path) -> None:
     store.close()
-    raw(db_path, f"PRAGMA user_version = {sqlite_store.SCHEMA_VERSION + 1}")
+    raw(db_path, f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION + 1}")
     with pytest.raises(StoreError, match="upgrade Sourcebook"):
         SQLiteStore(db_path)
 
@@ -161,8 +164,7 @@ def test_version_one_database_is_migrated_with_its_keyword_index(tmp_path: Path)
     """A file written by schema 1 (FTS5) gains stored term counts for its existing chunks."""
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    for statement in sqlite_store.MIGRATIONS[0]:
-        conn.execute(statement)
+    sqlite_schema.MIGRATIONS[0].apply(conn)
     conn.execute("PRAGMA user_version = 1")
     now = "2026-01-01T00:00:00+00:00"
     conn.execute("INSERT INTO collections VALUES ('docs', 'm', 2, ?)", (now,))
@@ -177,7 +179,7 @@ def test_version_one_database_is_migrated_with_its_keyword_index(tmp_path: Path)
     conn.close()
     with SQLiteStore(path) as store:
         assert [r.chunk_id for r in store.keyword_search("zebra stripes", 5, EVERYTHING)] == ["d1#0"]
-    assert raw(path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
+    assert raw(path, "PRAGMA user_version") == [(sqlite_schema.SCHEMA_VERSION,)]
 
 
 def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Path) -> None:
@@ -185,9 +187,8 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
     path = tmp_path / "v3.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
-    for statements in sqlite_store.MIGRATIONS[:3]:
-        for statement in statements:
-            statement(conn) if callable(statement) else conn.execute(statement)
+    for migration in sqlite_schema.MIGRATIONS[:3]:
+        migration.apply(conn)
     conn.execute("PRAGMA user_version = 3")
     now = "2026-01-01T00:00:00+00:00"
     conn.execute("INSERT INTO collections VALUES ('docs', 'm', 2, ?)", (now,))
@@ -198,7 +199,7 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
         "INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page, token_count, content_hash, start, \"end\")"
         " VALUES ('d1#0', 'd1', 0, 'Stripes confuse flies.', '', '[]', NULL, 4, 'h', 0, 22)")
     conn.execute("INSERT INTO vectors VALUES (1, ?)", (np.array([1, 0], dtype=np.float32).tobytes(),))
-    sqlite_store._backfill_terms(conn)
+    sqlite_keyword_index.backfill_terms(conn)
     conn.execute("INSERT INTO chat_sessions VALUES ('s1', 'Old chat', ?, ?)", (now, now))
     conn.execute("INSERT INTO chat_messages (session_id, role, content, created_at) VALUES ('s1', 'user', 'hi', ?)", (now,))
     conn.execute("INSERT INTO chunk_contexts VALUES ('h', 'gen', 'context', ?)", (now,))
@@ -211,18 +212,18 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
         assert store.for_tenant("other").list_documents() == []
         store.delete_document("d1")  # the rebuilt foreign keys still cascade
     assert raw(path, "SELECT count(*) FROM vectors") == [(0,)]
-    assert raw(path, "PRAGMA user_version") == [(sqlite_store.SCHEMA_VERSION,)]
+    assert raw(path, "PRAGMA user_version") == [(sqlite_schema.SCHEMA_VERSION,)]
 
 
 def test_failure_after_the_old_rows_are_gone_rolls_back(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     put(store, "d1", ["old alpha", "old beta"])
-    real_insert = sqlite_store._insert_chunk_rows
+    real_insert = sqlite_documents._insert_chunk_rows
 
     def insert_then_fail(*args: Any) -> None:
         real_insert(*args)
         raise RuntimeError("disk full, say")
 
-    monkeypatch.setattr(sqlite_store, "_insert_chunk_rows", insert_then_fail)
+    monkeypatch.setattr(sqlite_documents, "_insert_chunk_rows", insert_then_fail)
     with pytest.raises(RuntimeError):
         put(store, "d1", ["new text"])
     assert [c.text for c in store.document_chunks("d1")] == ["old alpha", "old beta"]
@@ -243,13 +244,13 @@ def test_second_instance_sees_writes_in_vector_search(store: SQLiteStore, db_pat
 
 def test_vectors_reload_only_after_chunk_changes(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     loads: list[int] = []
-    real_load = sqlite_store._load_index
+    real_load = sqlite_vectors._load_index
 
     def counting_load(conn: sqlite3.Connection, tenant: str, generation: int) -> Any:
         loads.append(generation)
         return real_load(conn, tenant, generation)
 
-    monkeypatch.setattr(sqlite_store, "_load_index", counting_load)
+    monkeypatch.setattr(sqlite_vectors, "_load_index", counting_load)
     put(store, "d1", ["one"])
     store.vector_search(axis(0), 5, EVERYTHING)
     store.vector_search(axis(1), 5, EVERYTHING)

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sourcebook.apikeys import KeyStore
 from sourcebook.stores import SQLiteStore, Store
-from sourcebook.stores.sqlite_keys import SQLiteKeyStore
 from sourcebook.testing import StoreConformance
 
 
@@ -19,9 +17,3 @@ class TestSQLiteStore(StoreConformance):
         store = SQLiteStore(tmp_path / "conformance.db")
         yield store
         store.close()
-
-    @pytest.fixture
-    def key_store(self, tmp_path: Path) -> Iterator[KeyStore]:
-        keys = SQLiteKeyStore(str(tmp_path / "keys.db"))
-        yield keys
-        keys.close()

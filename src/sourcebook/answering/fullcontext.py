@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models import DocumentRecord, SearchFilter, StoredChunk
-from ..stores.base import Store
+from ..stores.base import DocumentStore
 from .prompts import Source
 
 # Chunks are rarely shorter than this: a scope with more chunks than budget / this cannot
@@ -30,7 +30,7 @@ def _same(actual: Any, wanted: Any) -> bool:
     return bool(actual == wanted)
 
 
-def documents_in_scope(store: Store, filters: SearchFilter) -> list[DocumentRecord]:
+def documents_in_scope(store: DocumentStore, filters: SearchFilter) -> list[DocumentRecord]:
     collections: Sequence[str | None] = filters.collections or (None,)
     records = [r for c in collections for r in store.list_documents(c) if r.chunk_count]
     if filters.document_ids:
@@ -57,7 +57,7 @@ def _document_sources(chunks: list[StoredChunk], first: int) -> list[Source]:
     return sources
 
 
-def full_context_sources(store: Store, filters: SearchFilter, budget_chars: int) -> list[Source] | None:
+def full_context_sources(store: DocumentStore, filters: SearchFilter, budget_chars: int) -> list[Source] | None:
     """Every chunk of the documents in scope as numbered sources, or None when they exceed the budget."""
     records = documents_in_scope(store, filters)
     if not records or sum(r.chunk_count for r in records) * MIN_CHUNK_CHARS > budget_chars:

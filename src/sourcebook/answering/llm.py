@@ -26,7 +26,7 @@ from ..generators import Generation, Generator, Message
 from ..models import Answer, Hit
 from ..retrieval import Retriever, SearchOptions
 from ..settings import AnswerMode, Settings
-from ..stores.base import Store
+from ..stores.base import DocumentStore
 from .citations import CitationChecker, cited_numbers
 from .confidence import answer_confidence
 from .extractive import ExtractiveAnswerer, ExtractiveConfig
@@ -79,7 +79,7 @@ class Answerer:
     """Answers questions over one store; with `generator` None, answers are extractive."""
 
     def __init__(
-        self, store: Store, retriever: Retriever, embedder: Embedder, settings: Settings, generator: Generator | None
+        self, store: DocumentStore, retriever: Retriever, embedder: Embedder, settings: Settings, generator: Generator | None
     ) -> None:
         self._store = store
         self._retriever = retriever

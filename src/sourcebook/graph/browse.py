@@ -9,9 +9,10 @@ from typing import Any
 
 from ..errors import EntityNotFoundError
 from ..models import StoredChunk
-from ..stores.base import Store
+from ..stores.base import GraphStore
 from .models import EntityRecord, RelationRecord
 from .normalize import entity_key
+from .search import GraphSearchStore
 
 PASSAGES = 5
 
@@ -45,7 +46,7 @@ def passage_dict(chunk: StoredChunk) -> dict[str, Any]:
             "heading_path": list(chunk.heading_path), "page": chunk.page, "text": chunk.text}
 
 
-def find_entity(store: Store, name: str) -> EntityRecord:
+def find_entity(store: GraphStore, name: str) -> EntityRecord:
     """The entity `name` names: by its id (key) as given, by key or alias, else the only entity
     whose name contains it.
 
@@ -67,7 +68,7 @@ def find_entity(store: Store, name: str) -> EntityRecord:
     raise EntityNotFoundError(f"{name!r} matches several entities ({listed}); give the full name")
 
 
-def entity_view(store: Store, name: str, neighbours: int = 20, passages: int = PASSAGES) -> EntityView:
+def entity_view(store: GraphSearchStore, name: str, neighbours: int = 20, passages: int = PASSAGES) -> EntityView:
     entity = find_entity(store, name)
     own = [chunk_id for _, chunk_id, _, _ in store.entity_chunks([entity.key])][:passages]
     relations = store.entity_relations([entity.key], limit=neighbours)

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ..errors import GeneratorError
 from ..generators import Generation
 from ..models import DocumentRecord, DocumentStatus, StoredChunk, sha256_text
-from ..stores.base import Store
+from ..stores.base import DocumentStore, GraphStore
 from .models import Alias, ChunkExtraction, DocumentGraph, Link, Mention
 from .normalize import entity_key
 from .offline import NAME as OFFLINE_NAME
@@ -91,8 +91,12 @@ class GraphBuildReport:
 GraphProgress = Callable[[DocumentRecord], None]
 
 
+class GraphBuildStore(DocumentStore, GraphStore, Protocol):
+    """What building a graph uses: the documents' chunks, and the graph it writes."""
+
+
 class GraphBuilder:
-    def __init__(self, store: Store, extractor: Extractor) -> None:
+    def __init__(self, store: GraphBuildStore, extractor: Extractor) -> None:
         self.store = store
         self.extractor = extractor
 
@@ -151,7 +155,7 @@ class GraphBuilder:
 
 
 def merge_document(
-    store: Store, document_id: str, extractor: str, content_hash: str, extractions: dict[str, ChunkExtraction]
+    store: GraphStore, document_id: str, extractor: str, content_hash: str, extractions: dict[str, ChunkExtraction]
 ) -> DocumentGraph:
     """One document's chunk extractions as mentions, links and aliases under normalised keys."""
     entries = [(chunk_id, e, key) for chunk_id, x in extractions.items() for e in x.entities if (key := _key(e.name))]

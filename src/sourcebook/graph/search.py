@@ -24,10 +24,11 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Protocol
 
 from ..models import ScoredId, SearchFilter
 from ..stopwords import STOPWORDS
-from ..stores.base import Store
+from ..stores.base import GraphStore, SearchStore
 from .models import EntityRecord
 from .normalize import entity_key
 
@@ -38,6 +39,12 @@ FIRST_HOP = 3
 FIRST_HOP_SHARE = 0.5
 MAX_SPREAD = 0.5
 ORDER_BY_FIRST_HOP = True
+
+
+class GraphSearchStore(GraphStore, SearchStore, Protocol):
+    """What graph search and browsing read: the graph, and the chunks its entities name."""
+
+
 _WORD = re.compile(r"[A-Za-z0-9][\w.+#/-]*[\w+#]|[A-Za-z0-9]")
 
 
@@ -55,7 +62,7 @@ def question_ngrams(question: str) -> list[tuple[int, int, str]]:
     return grams
 
 
-def seed_entities(store: Store, question: str) -> list[EntityRecord]:
+def seed_entities(store: GraphStore, question: str) -> list[EntityRecord]:
     """Entities the question names; a name inside a longer matched name ("Beacon" in
     "Beacon Edge") does not count on its own, nor a lower-case word matching a capitalised
     name in a question that uses capitals ("security" vs "Security")."""
@@ -80,7 +87,7 @@ def seed_entities(store: Store, question: str) -> list[EntityRecord]:
     return list(seeds.values())
 
 
-def _only_name_starting(store: Store, word: str) -> EntityRecord | None:
+def _only_name_starting(store: GraphStore, word: str) -> EntityRecord | None:
     """The one two-word name that starts with `word` ("Aiko" -> "Aiko Tanaka"): people are
     called by their given name once introduced. None when there are several or none."""
     matches = [e for e in store.list_entities(query=word, limit=20) if e.name.lower().startswith(word.lower() + " ")]
@@ -88,7 +95,7 @@ def _only_name_starting(store: Store, word: str) -> EntityRecord | None:
 
 
 def graph_ranking(
-    store: Store, question: str, k: int, filters: SearchFilter = SearchFilter(), first_hop: Sequence[str] = ()
+    store: GraphSearchStore, question: str, k: int, filters: SearchFilter = SearchFilter(), first_hop: Sequence[str] = ()
 ) -> list[ScoredId]:
     """Chunks linked to the question's entities, their neighbours and the first hits' entities, best first.
 

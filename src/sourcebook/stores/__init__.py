@@ -18,7 +18,18 @@ from pathlib import Path
 from ..errors import ConfigurationError
 from ..plugins import Builtin, PluginKind
 from ..tenants import DEFAULT_TENANT, check_tenant
-from .base import CollectionInfo, Store
+from .base import (
+    ChatMessageRecord,
+    ChatSessionRecord,
+    ChatStore,
+    CollectionInfo,
+    ContextCache,
+    DocumentStore,
+    GraphStore,
+    KeyStoreProvider,
+    SearchStore,
+    Store,
+)
 from .sqlite import SQLiteStore
 
 StoreFactory = Callable[[str], Store]
@@ -77,4 +88,20 @@ def _open_default_tenant(target: str) -> Store:
     return factory(target)
 
 
-__all__ = ["STORES", "CollectionInfo", "SQLiteStore", "Store", "StoreFactory", "open_store", "register_store"]
+__all__ = [
+    "STORES",
+    "ChatMessageRecord",
+    "ChatSessionRecord",
+    "ChatStore",
+    "CollectionInfo",
+    "ContextCache",
+    "DocumentStore",
+    "GraphStore",
+    "KeyStoreProvider",
+    "SQLiteStore",
+    "SearchStore",
+    "Store",
+    "StoreFactory",
+    "open_store",
+    "register_store",
+]

@@ -1,18 +1,21 @@
-"""The `Store` protocol: what the knowledge base needs from a database.
+"""The roles a store plays, as protocols, and `Store`: every role of one tenant's database.
 
-Implementations (SQLite now, Postgres later) pass the same conformance suite in
-tests/conformance/. Scores returned by searches are "higher is better" in every
-implementation: positive BM25 for keyword search, cosine similarity for vectors.
+A back end implements all of them (SQLite and Postgres do, and pass the conformance
+suites shipped in `sourcebook.testing`); a consumer names the narrowest role it uses, so what it
+needs from a database reads from its signature (retrieval.py takes a `SearchStore`,
+enrichment.py a `ContextCache`). Scores returned by searches are "higher is better" in
+every implementation: positive BM25 for keyword search, cosine similarity for vectors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NotRequired, Protocol, TypedDict, Unpack, runtime_checkable
 
 import numpy as np
 
+from ..apikeys import KeyStore
 from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
 
@@ -46,21 +49,21 @@ class ChatMessageRecord:
     created_at: str
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Persistent documents, chunks, vectors and keyword index, scoped to one tenant.
+class DocumentFields(TypedDict):
+    """A document's descriptive fields, as `DocumentStore.upsert_document` takes them (keywords)."""
 
-    Every method sees and changes only the rows of `tenant`; `for_tenant` gives the same
-    database scoped to another tenant (sharing connections), which is how a server that
-    serves many tenants holds one store.
-    """
+    collection: str
+    source: str
+    title: str
+    media_type: str
+    metadata: dict[str, Any]
+    status: DocumentStatus
+    error: NotRequired[str | None]
 
-    tenant: str
 
-    def for_tenant(self, tenant: str) -> Store:
-        """The same database scoped to `tenant`. Raises InvalidTenantError for a bad name."""
+class DocumentStore(Protocol):
+    """Collections, documents, their chunks and the chunks' vectors (what ingestion writes)."""
 
-    # Collections ---------------------------------------------------------
     def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:
         """Create the collection, or check that it was indexed with this model and dimension.
 
@@ -84,18 +87,7 @@ class Store(Protocol):
         self, collection: str | None = None, status: DocumentStatus | None = None
     ) -> list[DocumentRecord]: ...
 
-    def upsert_document(
-        self,
-        document_id: str,
-        *,
-        collection: str,
-        source: str,
-        title: str,
-        media_type: str,
-        metadata: dict[str, Any],
-        status: DocumentStatus,
-        error: str | None = None,
-    ) -> None:
+    def upsert_document(self, document_id: str, **fields: Unpack[DocumentFields]) -> None:
         """Create the document row or update its descriptive fields and status.
 
         Never touches its chunks, content hash or chunk count: a document being
@@ -140,7 +132,17 @@ class Store(Protocol):
     def document_chunks(self, document_id: str) -> list[StoredChunk]:
         """The document's chunks in position order."""
 
-    # Search --------------------------------------------------------------
+    # Copying between stores (sourcebook copy) -----------------------------
+    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[np.ndarray]]:
+        """The document's chunks as `replace_chunks` took them (position order), their
+        vectors and their window vectors: what moving a knowledge base to another store
+        needs, without re-embedding."""
+
+
+
+class SearchStore(Protocol):
+    """Keyword and vector search over the chunks, and the chunks the hits name."""
+
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """BM25 over prefix + text. Any-term (OR) matching; empty list for a query with no terms."""
 
@@ -148,7 +150,12 @@ class Store(Protocol):
         """Cosine similarity of `vector` (normalised) against the chunks passing `filters`; a
         chunk with window vectors scores the best of its own cosine and its windows'."""
 
-    # Chat sessions -------------------------------------------------------
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]: ...
+
+
+class ChatStore(Protocol):
+    """Stored chat sessions and their turns."""
+
     def create_chat_session(self, session_id: str, title: str) -> None:
         """Create an empty session. Raises StoreError when the id is taken."""
 
@@ -166,17 +173,27 @@ class Store(Protocol):
     def delete_chat_session(self, session_id: str) -> None:
         """Remove the session and its turns. Raises ChatSessionNotFoundError for an unknown session."""
 
-    # Contextual enrichment cache ----------------------------------------
+
+
+class ContextCache(Protocol):
+    """Situating sentences of the contextual enrichment, by chunk hash and generator."""
+
     def get_chunk_contexts(self, chunk_hashes: Sequence[str], generator: str) -> dict[str, str]:
         """Situating sentences `generator` wrote earlier, by the content hash of the plain chunk."""
 
     def put_chunk_contexts(self, contexts: dict[str, str], generator: str) -> None:
         """Remember situating sentences (chunk hash -> sentence) so re-ingestion does not pay twice."""
 
-    # Knowledge graph (graph/) -------------------------------------------
-    # Nodes merge across documents by key; provenance is per chunk, so deleting a document
-    # or replacing its chunks removes its mentions and supports and prunes every node and
-    # edge left without any. All of it is scoped to the store's tenant.
+
+
+class GraphStore(Protocol):
+    """The knowledge graph (graph/) and its extraction cache.
+
+    Nodes merge across documents by key; provenance is per chunk, so deleting a document
+    or replacing its chunks removes its mentions and supports and prunes every node and
+    edge left without any. All of it is scoped to the store's tenant.
+    """
+
     def get_graph_extractions(self, chunk_hashes: Sequence[str], extractor: str) -> dict[str, dict[str, Any]]:
         """Cached per-chunk extractions (ChunkExtraction JSON) by chunk content hash."""
 
@@ -217,11 +234,27 @@ class Store(Protocol):
     def graph_stats(self) -> dict[str, int]:
         """Counts of entities, relations and documents with a built graph."""
 
-    # Copying between stores (sourcebook copy) -----------------------------
-    def export_chunks(self, document_id: str) -> tuple[list[Chunk], np.ndarray, list[np.ndarray]]:
-        """The document's chunks as `replace_chunks` took them (position order), their
-        vectors and their window vectors: what moving a knowledge base to another store
-        needs, without re-embedding."""
+
+class KeyStoreProvider(Protocol):
+    """Holds the API keys of the HTTP service beside its documents."""
+
+    def api_keys(self) -> KeyStore:
+        """The key store kept in this store's database (global: keys say which tenant a request is)."""
+
+
+@runtime_checkable
+class Store(DocumentStore, SearchStore, ChatStore, ContextCache, GraphStore, KeyStoreProvider, Protocol):
+    """Every role, on one database scoped to one tenant.
+
+    Every method sees and changes only the rows of `tenant`; `for_tenant` gives the same
+    database scoped to another tenant (sharing connections), which is how a server that
+    serves many tenants holds one store.
+    """
+
+    tenant: str
+
+    def for_tenant(self, tenant: str) -> Store:
+        """The same database scoped to `tenant`. Raises InvalidTenantError for a bad name."""
 
     def tenants(self) -> list[str]:
         """Every tenant holding rows in this database, sorted (not only this view's).

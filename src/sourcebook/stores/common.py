@@ -116,6 +116,10 @@ def source_taken(source: str, collection: str, document_id: str) -> StoreError:
     )
 
 
+def document_id_taken(document_id: str) -> StoreError:
+    return StoreError(f"document id {document_id!r} is taken; derive ids with sourcebook.ingest.document_id")
+
+
 def session_taken(session_id: str) -> StoreError:
     return StoreError(f"a chat session with id {session_id!r} exists already; open it or pick another id")
 

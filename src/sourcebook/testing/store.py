@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
+from sourcebook.apikeys import KeyStore
 from sourcebook.stores import Store
 
 from .chat import ChatStoreSuite, ContextCacheSuite
@@ -21,7 +26,14 @@ class StoreConformance(
     KeyStoreSuite,
     TenancySuite,
 ):
-    """The whole contract: subclass it and override both `empty_store` and `key_store`."""
+    """The whole contract: subclass it and override `empty_store`; the key suite runs on the
+    store's own key store (`api_keys()`, the KeyStoreProvider role)."""
+
+    @pytest.fixture
+    def key_store(self, empty_store: Store) -> Iterator[KeyStore]:
+        keys = empty_store.api_keys()
+        yield keys
+        keys.close()
 
     def test_implements_the_protocol(self, store: Store) -> None:
         assert isinstance(store, Store)

@@ -2,8 +2,9 @@
 
 Why it looks like this:
 
-* Migrations are numbered SQL lists recorded in ``schema_migrations``; `migrate` applies
-  the missing ones, each in its own transaction, under an advisory lock so two
+* Migrations are named lists of SQL (sql/migrations.py), their version their place in
+  MIGRATIONS, recorded in ``schema_migrations``; `migrate` applies the missing ones,
+  each in its own transaction, under an advisory lock so two
   processes opening a new database at once do not both apply them.
 * Every table has a ``tenant`` column whose default is the transaction's
   ``sourcebook.tenant`` setting, and a policy that shows and accepts only rows of that
@@ -35,7 +36,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ..errors import StoreError
+from ...errors import StoreError
+from ..sql.migrations import Migration
 
 RLS_ROLE = "sourcebook_rls"
 TENANT_SETTING = "sourcebook.tenant"
@@ -69,9 +71,9 @@ def _row_level_security(tables: tuple[str, ...]) -> tuple[str, ...]:
     )
 
 
-MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "initial schema with tenants and row-level security",
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "initial_schema",
         (
             f"""CREATE TABLE collections (
                 {_TENANT},
@@ -130,6 +132,13 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 length integer NOT NULL,
                 PRIMARY KEY (tenant, term, chunk_seq) INCLUDE (tf, length))""",
             "CREATE INDEX chunk_terms_chunk ON chunk_terms (chunk_seq)",
+            f"""CREATE TABLE chunk_contexts (
+                {_TENANT},
+                chunk_hash text NOT NULL,
+                generator text NOT NULL,
+                context text NOT NULL,
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, chunk_hash, generator))""",
             f"""CREATE TABLE chat_sessions (
                 {_TENANT},
                 id text NOT NULL,
@@ -147,22 +156,14 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 created_at timestamptz NOT NULL,
                 FOREIGN KEY (tenant, session_id) REFERENCES chat_sessions (tenant, id) ON DELETE CASCADE)""",
             "CREATE INDEX chat_messages_session ON chat_messages (tenant, session_id, seq)",
-            f"""CREATE TABLE chunk_contexts (
-                {_TENANT},
-                chunk_hash text NOT NULL,
-                generator text NOT NULL,
-                context text NOT NULL,
-                created_at timestamptz NOT NULL,
-                PRIMARY KEY (tenant, chunk_hash, generator))""",
             *_row_level_security(TENANT_TABLES),
         ),
+        about="initial schema with tenants and row-level security",
     ),
-)
-MIGRATIONS += (
-    (
-        # The same tables as SQLite's migration 5 (stores/sqlite_graph.py says why), under
+    Migration(
+        # The same tables as SQLite's migration 5 (sqlite/graph.py says why), under
         # the same row-level security as every other table.
-        "knowledge graph",
+        "add_knowledge_graph",
         (
             f"""CREATE TABLE graph_nodes (
                 {_TENANT},
@@ -217,11 +218,10 @@ MIGRATIONS += (
                 PRIMARY KEY (tenant, chunk_hash, extractor))""",
             *_row_level_security(GRAPH_TABLES),
         ),
+        about="knowledge graph",
     ),
-)
-MIGRATIONS += (
-    (
-        "API keys of the HTTP service (global: a key is what tells which tenant a request is)",
+    Migration(
+        "add_api_keys",
         (
             """CREATE TABLE api_keys (
                 id text PRIMARY KEY,
@@ -234,11 +234,10 @@ MIGRATIONS += (
                 revoked_at timestamptz)""",
             "CREATE INDEX api_keys_prefix ON api_keys (prefix)",
         ),
+        about="API keys of the HTTP service (global: a key is what tells which tenant a request is)",
     ),
-)
-MIGRATIONS += (
-    (
-        "sentence-window vectors of chunks",
+    Migration(
+        "add_window_vectors",
         (
             f"""CREATE TABLE chunk_windows (
                 {_TENANT},
@@ -272,6 +271,7 @@ MIGRATIONS += (
                 END LOOP;
             END $$""",
         ),
+        about="sentence-window vectors of chunks",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -302,14 +302,13 @@ def migrate(conn: psycopg.Connection, where: str) -> MigrationReport:
                 f"upgrade Sourcebook"
             )
         applied = []
-        for version, (description, statements) in enumerate(MIGRATIONS, 1):
+        for version, migration in enumerate(MIGRATIONS, 1):
             if version <= current:
                 continue
             with conn.transaction():
-                for statement in statements:
-                    conn.execute(statement)
+                migration.apply(conn)
                 conn.execute(
-                    "INSERT INTO schema_migrations (version, description) VALUES (%s, %s)", (version, description)
+                    "INSERT INTO schema_migrations (version, description) VALUES (%s, %s)", (version, migration.about)
                 )
             applied.append(version)
     return MigrationReport(tuple(applied), SCHEMA_VERSION)

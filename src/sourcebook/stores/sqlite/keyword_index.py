@@ -4,56 +4,54 @@ Why not SQLite FTS5 (the first design): an OR query makes FTS5 compute bm25() fo
 every chunk matching any term, and after stopword removal common terms still match
 a large share of chunks: at 100,000 chunks that measured 60-80 ms per query (p50),
 three times the whole hybrid-search budget. Here each chunk's analysed term counts
-are stored once at write time (`chunk_terms`, see stores/sqlite.py) and loaded into
+are stored once at write time (`chunk_terms`) and loaded into
 postings arrays: a query sums a few posting lists with numpy, about 1 ms at SciFact
 size, and ranks as well (SciFact nDCG@10 0.685 vs FTS5's 0.681).
 
-Scoring is Okapi BM25 as FTS5 computes it (k1 = 1.2, b = 0.75, idf =
-log((N - n + 0.5) / (n + 0.5)) floored at 1e-6). Analysis: lower-cased word
-characters, Porter stems (the algorithm of FTS5's porter tokenizer, from PyStemmer);
-English stopwords are dropped from queries (not from the index).
+The analyser and the BM25 formula are stores/bm25.py's. This module also writes the
+term counts (`index_terms`, in the chunk's own transaction).
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Iterable
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import Stemmer
 
-from ..stopwords import STOPWORDS
-
-K1 = 1.2
-B = 0.75
-_WORD = re.compile(r"\w+")
-_STEMMER = Stemmer.Stemmer("porter")
+from ..bm25 import B, K1, query_terms, term_counts
+from ..common import indexed_text
 
 
-def analyze(text: str) -> list[str]:
-    """Index terms of a text, in order: lower-cased, Porter-stemmed words (stopwords kept,
-    so a query made only of stopwords, "to be or not to be", still finds its text)."""
-    return _STEMMER.stemWords(_WORD.findall(text.lower()))
+def backfill_terms(conn: sqlite3.Connection) -> None:
+    """Term counts for chunks written before keyword search used them (migration 3)."""
+    rows = conn.execute(
+        "SELECT c.seq, d.title, c.heading_path, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+    ).fetchall()
+    index_terms(conn, [(seq, indexed_text(title, tuple(json.loads(path)), text)) for seq, title, path, text in rows])
 
 
-def query_words(query: str) -> list[str]:
-    """A query's lower-cased words, stopwords dropped unless the query has nothing else
-    (also what the Postgres store hands its own stemmer)."""
-    words = _WORD.findall(query.lower())
-    return [w for w in words if w not in STOPWORDS] or words
+def index_terms(conn: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> None:
+    """Store the analysed term counts of chunks, given as (chunk seq, indexed text)."""
+    rows = [(seq, *term_counts(text)) for seq, text in texts]
+    vocabulary = _term_ids(conn, {term for _, counts, _ in rows for term in counts})
+    conn.executemany(
+        "INSERT INTO chunk_terms (chunk_seq, length, term_ids, counts) VALUES (?, ?, ?, ?)",
+        [
+            (seq, length, np.array([vocabulary[t] for t in counts], dtype=np.int32).tobytes(),
+             np.array(list(counts.values()), dtype=np.int32).tobytes())
+            for seq, counts, length in rows
+        ],
+    )
 
 
-def query_terms(query: str) -> list[str]:
-    """Distinct terms of a query, stopwords dropped unless the query has nothing else."""
-    return list(dict.fromkeys(_STEMMER.stemWords(query_words(query))))
-
-
-def term_counts(text: str) -> tuple[Counter[str], int]:
-    """Term frequencies of a chunk's indexed text, and its length in terms."""
-    terms = analyze(text)
-    return Counter(terms), len(terms)
+def _term_ids(conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
+    """Ids of `terms` in the vocabulary table, adding the new ones."""
+    conn.executemany("INSERT OR IGNORE INTO terms (term) VALUES (?)", [(t,) for t in terms])
+    query = "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))"
+    return dict(conn.execute(query, (json.dumps(sorted(terms)),)))
 
 
 @dataclass(frozen=True)

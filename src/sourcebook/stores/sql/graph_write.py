@@ -1,6 +1,6 @@
 """The knowledge graph's write path, shared by the SQLite and Postgres stores.
 
-The algorithm (see sqlite_graph.py for the schema's reasons) is the same on both: drop
+The algorithm (see sqlite/graph.py for the schema's reasons) is the same on both: drop
 the document's provenance rows, resolve aliases (merging a node stored under a new
 alias into its canonical node), upsert nodes, mentions, edges and supports, record the
 build, and prune what nothing supports any more. Its SQL is written once in the common
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..graph.models import WEAK_TYPES, DocumentGraph
+from ...graph.models import WEAK_TYPES, DocumentGraph
 
 Execute = Callable[..., Any]
 """Runs one statement with `?` placeholders and a parameter sequence; returns a cursor."""

@@ -1,4 +1,4 @@
-"""API keys in the knowledge base's SQLite file (table `api_keys`, migration 6 of stores/sqlite.py).
+"""API keys in the knowledge base's SQLite file (table `api_keys`, migration add_api_keys of schema.py).
 
 A connection of its own rather than the document store's: key lookups happen on every
 HTTP request and are tiny, and WAL mode lets them run beside the store's writes.
@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from ..apikeys import PREFIX_CHARS, ApiKey, ApiKeyNotFoundError, NewKey, Role, check_new_key, hash_secret, new_secret
-from ..errors import StoreError
+from ...apikeys import PREFIX_CHARS, ApiKey, ApiKeyNotFoundError, NewKey, Role, check_new_key, hash_secret, new_secret
+from ...errors import StoreError
+from .schema import connect
 
 _COLUMNS = "id, prefix, name, tenant, grants, created_at, revoked_at"
 
@@ -25,9 +26,7 @@ class SQLiteKeyStore:
     """The `KeyStore` protocol on a Sourcebook SQLite file."""
 
     def __init__(self, path: str) -> None:
-        from .sqlite import SQLiteStore
-
-        SQLiteStore(path).close()  # creates or migrates the file, refuses a foreign one
+        connect(path).close()  # creates or migrates the file, refuses a foreign one
         self.path = path
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import quote
 
-from ..errors import ConfigurationError, StoreError
+from ...errors import ConfigurationError, StoreError
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 

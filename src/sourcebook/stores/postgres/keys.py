@@ -1,4 +1,4 @@
-"""API keys in the Postgres store's database (table `api_keys`, migration 2 of postgres_schema.py).
+"""API keys in the Postgres store's database (table `api_keys`, migration add_api_keys of schema.py).
 
 The table is global, not under row-level security: authenticating a request is how its
 tenant becomes known. It shares the document store's connection pool.
@@ -10,12 +10,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from ..apikeys import PREFIX_CHARS, ApiKey, ApiKeyNotFoundError, NewKey, Role, check_new_key, hash_secret, new_secret
-from .postgres import PostgresStore
+from ...apikeys import PREFIX_CHARS, ApiKey, ApiKeyNotFoundError, NewKey, Role, check_new_key, hash_secret, new_secret
+
+if TYPE_CHECKING:
+    from .store import PostgresStore
 
 _COLUMNS = "id, prefix, name, tenant, grants, created_at, revoked_at"
 

@@ -1,0 +1,20 @@
+"""The Postgres store (psycopg, pgvector): import it only when the 'postgres' extra is installed."""
+
+from .filters import filter_sql
+from .keys import PostgresKeyStore
+from .keywords import keyword_sql
+from .schema import MigrationReport
+from .store import PostgresStore, migrate_postgres, open_postgres
+from .vectors import HnswSettings, vector_query
+
+__all__ = [
+    "HnswSettings",
+    "MigrationReport",
+    "PostgresKeyStore",
+    "PostgresStore",
+    "filter_sql",
+    "keyword_sql",
+    "migrate_postgres",
+    "open_postgres",
+    "vector_query",
+]

@@ -1,0 +1,52 @@
+"""Keyword search on the Postgres store: Okapi BM25 in one SQL statement over the postings.
+
+``chunk_terms`` holds each chunk's postings (term, tf, chunk length), written with the
+chunk from the analyser the SQLite store uses (stores/bm25.py), so both rank alike.
+Document frequencies, chunk count and mean length are the tenant's own, counted live, so
+no shared statistics row serialises writers.
+"""
+
+from __future__ import annotations
+
+from ...models import ScoredId, SearchFilter
+from ..bm25 import B, K1, query_terms
+from ..common import check_k
+from ..sql.base import SharedSql
+from .filters import filter_sql
+
+
+class PostgresKeywords(SharedSql):
+    """The keyword half of the `SearchStore` role."""
+
+    def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
+        """BM25 over title, heading path and text; any-term (OR) matching."""
+        check_k(k)
+        terms = query_terms(query)
+        if not terms:
+            return []
+        where, params = filter_sql(filters)
+        with self._read() as conn:
+            rows = conn.execute(keyword_sql(where), (terms, *params, k)).fetchall()
+        return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
+
+
+def keyword_sql(where: str) -> str:
+    """Okapi BM25 as the SQLite store computes it (parameters: query terms, filter values, k).
+
+    idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6; N, n and the mean length are
+    the tenant's (row-level security scopes every table read here). Ties go to the
+    earlier-written chunk, as in the SQLite store.
+    """
+    filtered = f"JOIN chunks c ON c.seq = p.chunk_seq WHERE true {where}" if where else ""
+    return f"""
+        WITH stats AS (SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS mean FROM chunks),
+        idf AS (
+            SELECT t.term, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+            FROM chunk_terms t, stats WHERE t.term = ANY(%s) GROUP BY t.term, stats.n),
+        scored AS (
+            SELECT p.chunk_seq, sum(idf.idf * p.tf * {K1 + 1}
+                                    / (p.tf + {K1} * (1 - {B} + {B} * p.length / stats.mean))) AS score
+            FROM chunk_terms p JOIN idf ON idf.term = p.term CROSS JOIN stats {filtered}
+            GROUP BY p.chunk_seq ORDER BY score DESC, p.chunk_seq LIMIT %s)
+        SELECT c.id, s.score FROM scored s JOIN chunks c ON c.seq = s.chunk_seq
+        ORDER BY s.score DESC, s.chunk_seq"""

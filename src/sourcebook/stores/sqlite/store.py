@@ -1,0 +1,175 @@
+"""The embedded store: one SQLite file holds documents, chunks, vectors and the keyword index.
+
+Design choices, and why (each role's own are in its module: schema.py, documents.py,
+vectors.py, keywords.py, graph.py, keys.py; the SQL both stores share is in stores/sql/):
+
+* One connection per store, opened with ``check_same_thread=False`` and guarded by a
+  lock, so the HTTP server's threads can share it; WAL mode so other processes (a CLI
+  run next to a server) read while one writes.
+* Every write is one ``BEGIN IMMEDIATE`` transaction: readers see the old chunks or the
+  new ones, never a mix, and a failure rolls back to the old state.
+* Searches do not filter on document status: chunks exist only once a document was
+  ready, and `DocumentStore.upsert_document` promises that a document being re-processed
+  (or whose re-processing failed) stays searchable with its old chunks.
+* A store is one tenant's view; `for_tenant` gives another tenant's over the same
+  connection, each view with its own in-memory indexes (vectors.py, keywords.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from ...errors import StoreError
+from ...models import DocumentStatus
+from ...tenants import DEFAULT_TENANT, check_tenant
+from ..sql.caches import SqlContextCache
+from ..sql.chat import SqlChat
+from ..sql.dialect import SQLITE, Dialect, Sql
+from ..sql.graph_read import graph_counts
+from .documents import SQLiteDocuments
+from .graph import SQLiteGraph
+from .keys import SQLiteKeyStore
+from .keyword_index import KeywordIndex
+from .keywords import SQLiteKeywords
+from .schema import SCHEMA_VERSION, connect
+from .vectors import SQLiteVectors, _VectorIndex
+
+
+class _Database:
+    """One SQLite connection and its lock, shared by the store's views of every tenant."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = connect(path)
+        self.views: dict[str, SQLiteStore] = {}
+
+
+class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlContextCache, SQLiteGraph):
+    """The `Store` protocol on one SQLite file (see the module docstring for the design).
+
+    A store is scoped to one tenant: every statement it runs names `self.tenant`, and its
+    in-memory indexes hold only that tenant's chunks. `for_tenant` gives the view of
+    another tenant over the same connection.
+    """
+
+    dialect: ClassVar[Dialect] = SQLITE
+
+    def __init__(self, path: str | Path, tenant: str = DEFAULT_TENANT) -> None:
+        """Open (creating and migrating if needed) the database at `path`, scoped to `tenant`."""
+        check_tenant(tenant)
+        self._attach(_Database(str(path)), tenant)
+
+    def _attach(self, database: _Database, tenant: str) -> None:
+        self._db = database
+        self.tenant = tenant
+        self._index: _VectorIndex | None = None
+        self._keywords: KeywordIndex | None = None
+        database.views[tenant] = self
+
+    def for_tenant(self, tenant: str) -> SQLiteStore:
+        """The same database scoped to `tenant`; views are cached, so their indexes are reused."""
+        check_tenant(tenant)
+        with self._db.lock:
+            view = self._db.views.get(tenant)
+            if view is None:
+                view = object.__new__(SQLiteStore)
+                view._attach(self._db, tenant)
+        return view
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    def api_keys(self) -> SQLiteKeyStore:
+        """The API keys in this file, on a connection of their own (keys.py says why)."""
+        return SQLiteKeyStore(self.path)
+
+    # Connection and transactions ------------------------------------------
+    def close(self) -> None:
+        """Close the database: every tenant's view of it."""
+        with self._db.lock:
+            if self._db.conn is not None:
+                self._db.conn.close()
+            self._db.conn = None
+            for view in self._db.views.values():
+                view._index = None
+                view._keywords = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """Run the block in one transaction under the lock; sqlite errors become StoreError."""
+        with self._db.lock:
+            if self._db.conn is None:
+                raise StoreError(f"the store {self.path} is closed; open it again")
+            conn = self._db.conn
+            try:
+                conn.execute(begin)
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A read transaction: several SELECTs see one consistent snapshot."""
+        return self._transaction("BEGIN")
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, taking the write lock up front so it cannot fail halfway on BUSY."""
+        return self._transaction("BEGIN IMMEDIATE")
+
+    # Housekeeping --------------------------------------------------------
+    def tenants(self) -> list[str]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT tenant FROM collections UNION SELECT tenant FROM chat_sessions "
+                "UNION SELECT tenant FROM chunk_contexts ORDER BY 1"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def stats(self) -> dict[str, Any]:
+        with self._read() as conn:
+            by_status = dict(
+                conn.execute("SELECT status, count(*) FROM documents WHERE tenant = ? GROUP BY status", (self.tenant,))
+            )
+            chunks, vectors, windows = conn.execute(
+                """SELECT count(c.seq), count(v.chunk_seq), coalesce(sum(length(v.windows) / length(v.vector)), 0) FROM chunks c
+                   JOIN documents d ON d.id = c.document_id LEFT JOIN vectors v ON v.chunk_seq = c.seq
+                   WHERE d.tenant = ?""",
+                (self.tenant,),
+            ).fetchone()
+            graph = graph_counts(Sql(conn, SQLITE), self.tenant)
+        return {
+            "backend": "sqlite",
+            "tenant": self.tenant,
+            "path": self.path,
+            "size_bytes": _file_size(self.path),
+            "schema_version": SCHEMA_VERSION,
+            "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
+            "chunks": chunks,
+            "vectors": vectors,
+            "window_vectors": windows,
+            "graph": graph,
+            "collections": [asdict(info) for info in self.collections()],
+        }
+
+
+def _file_size(path: str) -> int:
+    """Bytes on disk, the WAL included (it can hold recent writes not yet checkpointed)."""
+    files = (Path(path), Path(path + "-wal"))
+    return sum(f.stat().st_size for f in files if f.is_file())
