@@ -17,7 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import documents, eval, graph, keys, query, service, store
+from . import documents, graph, keys, query, service, store
+from .eval import group as eval_group
 from ._common import CliState, SourcebookGroup, examples
 
 app = typer.Typer(
@@ -35,7 +36,7 @@ app = typer.Typer(
 app.add_typer(documents.commands)
 app.add_typer(query.commands)
 app.add_typer(graph.group, name="graph", rich_help_panel="Knowledge graph")
-app.add_typer(eval.group, name="eval", rich_help_panel="Evaluation")
+app.add_typer(eval_group, name="eval", rich_help_panel="Evaluation")
 app.add_typer(service.commands)
 app.add_typer(keys.group, name="keys", rich_help_panel=service.PANEL)
 app.add_typer(store.commands)
