@@ -11,12 +11,16 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.main import get_command
+from typer.testing import CliRunner, Result
 
-from sourcebook.cli import app
+from sourcebook.cli import _common, app
+from tests.conftest import EXAMPLES
 
 runner = CliRunner()
 
@@ -166,3 +170,146 @@ def test_tenant_option_scopes_every_command(db, tmp_path):
     assert len(json.loads(run("--db", own, "--tenant", "acme", "list", "--json"))["documents"]) == 1
     error = json.loads(run("--db", own, "--tenant", "Not Valid", "list", "--json", ok=False))
     assert error["error"]["code"] == "invalid_tenant"
+
+
+# ---- settings, errors, version and help (cli/_common.py, cli/__init__.py) ----------------------
+
+
+def invoke(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def one_line_error(result: Result) -> str:
+    """The error a failed command printed: exactly one line on stderr, no traceback."""
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def json_error(result: Result, code: str, status: int = 1) -> str:
+    assert result.exit_code == status, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == code and set(error) == {"code", "message"}
+    return error["message"]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with no settings file or SOURCEBOOK_* variables but the ones a test sets."""
+    for name in list(os.environ):
+        if name.upper().startswith("SOURCEBOOK_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_settings_file_names_the_database(workdir: Path) -> None:
+    """`db = "custom.db"` in sourcebook.toml means the same to the CLI as to KnowledgeBase.open()."""
+    (workdir / "sourcebook.toml").write_text('db = "custom.db"\ntop_k = 1\n')
+    note = workdir / "note.md"
+    note.write_text("# Note\n\nThe office plants are watered on Fridays.\n")
+    assert json.loads(run("add", str(note), "--json"))["summary"] == {"added": 1}
+    assert (workdir / "custom.db").exists() and not (workdir / "sourcebook.db").exists()
+    hits = json.loads(run("search", "plants watered", "--json"))["hits"]
+    assert [h["source"] for h in hits] == [str(note)]  # top_k = 1 from the file too
+    run("--db", str(workdir / "other.db"), "add", str(note))  # --db overrides the file
+    assert (workdir / "other.db").exists()
+
+
+@pytest.mark.parametrize("where", ["file", "environment"])
+def test_a_bad_setting_is_a_one_line_error(workdir: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    if where == "file":
+        (workdir / "sourcebook.toml").write_text('top_k = "three"\n')
+        origin = "sourcebook.toml"
+    else:
+        monkeypatch.setenv("SOURCEBOOK_TOP_K", "three")
+        origin = "$SOURCEBOOK_TOP_K"
+    line = one_line_error(invoke("search", "anything"))
+    assert "top_k" in line and "'three'" in line and origin in line and "integer" in line
+    message = json_error(invoke("search", "anything", "--json"), "invalid_settings")
+    assert "top_k" in message and origin in message
+
+
+def test_a_broken_settings_file_is_a_one_line_error(workdir: Path) -> None:
+    (workdir / "sourcebook.toml").write_text("top_k = [\n")
+    assert "sourcebook.toml is not valid TOML" in one_line_error(invoke("status"))
+    assert "sourcebook.toml" in json_error(invoke("status", "--json"), "invalid_settings")
+
+
+def test_bad_options_are_one_line_usage_errors(db: str) -> None:
+    bad_status = invoke("--db", db, "list", "--status", "bogus")
+    assert bad_status.exit_code == 2
+    line = one_line_error(bad_status)
+    assert "--status" in line and "'bogus'" in line and "list --help" in line
+    assert "bogus" in json_error(invoke("--db", db, "list", "--status", "bogus", "--json"), "usage_error", 2)
+    assert "Missing argument" in one_line_error(invoke("--db", db, "ask"))
+    assert "Missing argument" in json_error(invoke("--db", db, "ask", "--json"), "usage_error", 2)
+    assert "No such command" in one_line_error(invoke("lst"))
+    assert "--per-document" in json_error(
+        invoke("--db", db, "search", "x", "--per-document", "many", "--json"), "usage_error", 2)
+
+
+READ_COMMANDS = [
+    ["search", "leave"], ["ask", "How long is parental leave?"], ["list"], ["show", "doc"], ["status"],
+    ["remove", "doc"], ["chat", "--list"], ["graph", "build"], ["graph", "list"], ["graph", "search", "x"],
+    ["graph", "show", "x"], ["keys", "list"], ["keys", "revoke", "sb_x"],
+    ["eval", "answers", str(EXAMPLES / "questions.jsonl")],
+]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda command: " ".join(command[:2]))
+def test_reading_a_missing_database_is_an_error(workdir: Path, command: list[str]) -> None:
+    line = one_line_error(invoke("--db", "typo.db", *command))
+    assert "no knowledge base at typo.db (--db)" in line and "sourcebook add" in line
+    message = json_error(invoke("--db", "sqlite:///typo.db", *command, "--json"), "database_not_found")
+    assert "typo.db" in message
+    assert not (workdir / "typo.db").exists()
+
+
+def test_a_missing_database_named_by_the_environment_or_file(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (workdir / "sourcebook.toml").write_text('db = "from-file.db"\n')
+    assert "no knowledge base at from-file.db (sourcebook.toml)" in one_line_error(invoke("graph", "export"))
+    monkeypatch.setenv("SOURCEBOOK_DB", "gone.db")
+    assert "no knowledge base at gone.db ($SOURCEBOOK_DB)" in one_line_error(invoke("search", "x"))
+    assert not (workdir / "gone.db").exists() and not (workdir / "from-file.db").exists()
+
+
+def test_a_command_names_the_extra_it_needs(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base install has no server, mcp or postgres packages (tests/test_base_install.py runs it)."""
+    monkeypatch.setitem(_common.EXTRA_MODULES, "server", ("sourcebook_no_such_module",))
+    monkeypatch.setitem(_common.EXTRA_MODULES, "postgres", ("sourcebook_no_such_module",))
+    line = one_line_error(invoke("--db", db, "serve"))
+    assert "`sourcebook serve` needs the 'server' extra" in line and "pip install 'sourcebook[server]'" in line
+    message = json_error(invoke("--db", "postgresql://localhost/kb", "list", "--json"), "missing_extra")
+    assert "pip install 'sourcebook[postgres]'" in message
+    assert "sourcebook[postgres]" in one_line_error(invoke("postgres", "stop"))
+
+
+def test_version() -> None:
+    assert run("--version") == f"sourcebook {version('sourcebook')}\n"
+
+
+def _commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in group.commands.items():
+        found.extend(_commands(command, (*path, name)) if hasattr(command, "commands") else [(*path, name)])
+    return found
+
+
+def test_every_command_help_shows_examples() -> None:
+    commands = _commands(get_command(app))
+    assert len(commands) >= 25
+    for command in commands:
+        text = run(*command, "--help")
+        shown = [line.strip() for line in text.split("Examples", 1)[-1].splitlines() if line.strip().startswith("$ ")]
+        assert shown and all(" ".join(command) in line and "sourcebook" in line for line in shown), (command, shown)
+
+
+def test_top_level_help_lists_commands_by_group() -> None:
+    text = run("--help")
+    panels = ["Documents", "Questions", "Knowledge graph", "Evaluation", "Services", "Database"]
+    positions = [text.index(f"─ {panel} ") for panel in panels]
+    assert positions == sorted(positions)
+    assert text.index("│ add ") < text.index("─ Questions") < text.index("│ ask ") < text.index("─ Knowledge graph")

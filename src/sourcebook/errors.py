@@ -158,3 +158,23 @@ class IngestJobError(SourcebookError):
         if code:
             self.code = code
         super().__init__(f"{source}: {reason}")
+
+
+class InvalidSettingsError(ConfigurationError):
+    """A setting's value (from sourcebook.toml, a SOURCEBOOK_* variable or an option) is invalid;
+    the message names the setting, the value and where it came from."""
+
+    code = "invalid_settings"
+
+
+class MissingExtraError(ConfigurationError):
+    """What was asked needs an optional extra that is not installed; the message says which."""
+
+    code = "missing_extra"
+
+
+class DatabaseNotFoundError(StoreError):
+    """A command that only reads was pointed at a knowledge base that does not exist (a typo,
+    most likely: reading must not create an empty one)."""
+
+    code = "database_not_found"

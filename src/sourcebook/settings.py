@@ -130,5 +130,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = Path(os.environ.get("SOURCEBOOK_CONFIG", "sourcebook.toml"))
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_path()))
+
+
+def config_path() -> Path:
+    """The settings file: $SOURCEBOOK_CONFIG, else ./sourcebook.toml (read only if it exists).
+
+    A function, not a constant, so a changed environment or working directory is seen; the CLI
+    uses it too, to say which file a bad value came from."""
+    return Path(os.environ.get("SOURCEBOOK_CONFIG", "sourcebook.toml"))

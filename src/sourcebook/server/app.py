@@ -1,7 +1,7 @@
 """The FastAPI application: routes, error handling, limits, CORS and observability, wired once.
 
 `create_app(kb, settings, keys)` builds an app over an open `KnowledgeBase`; the caller
-owns the knowledge base (and closes it). `sourcebook serve` (cli_serve.py) is the usual
+owns the knowledge base (and closes it). `sourcebook serve` (cli/service.py) is the usual
 caller; tests and embedders call it directly.
 """
 

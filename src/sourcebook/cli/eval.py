@@ -1,8 +1,7 @@
 """`sourcebook eval`: measure retrieval on a BEIR dataset and answers on a QA file.
 
-A typer sub-app registered by cli.py. It reuses cli.py's helpers (KB opening,
-JSON errors, progress bar), imported inside the commands because cli.py imports
-this module while it is itself being imported.
+`eval retrieval` builds (or reuses) its own index; `eval answers` reads the knowledge base
+the global --db names, which must exist.
 """
 
 from __future__ import annotations
@@ -13,22 +12,17 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .evaluation.answers import AnswerReport, QuestionResult, evaluate_answers, read_qa
-from .evaluation.dataset import load_dataset
-from .evaluation.report import answer_rows, retrieval_rows, write_report
-from .evaluation.retrieval import RetrievalReport, evaluate_retrieval, open_index
-from .retrieval import MODES
-from .settings import RetrievalMode
+from ..evaluation.answers import AnswerReport, QuestionResult, evaluate_answers, read_qa
+from ..evaluation.dataset import load_dataset
+from ..evaluation.report import answer_rows, retrieval_rows, write_report
+from ..evaluation.retrieval import RetrievalReport, evaluate_retrieval, open_index
+from ..retrieval import MODES
+from ..settings import RetrievalMode
+from ._common import JsonOpt, cli_state, emit_json, err, examples, ingest_progress, open_kb, out, progress_bar
 
-eval_app = typer.Typer(help="Measure retrieval and answer quality.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+group = typer.Typer(help="Measure retrieval and answer quality.", no_args_is_help=True)
 ReportOpt = Annotated[
     Optional[Path], typer.Option("--report", help="Write a Markdown report here, with its plot beside it (.png).")
 ]
@@ -48,8 +42,7 @@ def _bar(enabled: bool, tasks: dict[str, int]) -> Iterator[Callable[[str], None]
     if not enabled:
         yield lambda key: None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
+    with progress_bar() as bar:
         ids = {key: bar.add_task(key, total=total) for key, total in tasks.items()}
         yield lambda key: bar.advance(ids[key])
 
@@ -62,8 +55,12 @@ def _save_report(report: RetrievalReport | AnswerReport, path: Path | None, as_j
         err.print(f"wrote {markdown} and {image}", highlight=False)
 
 
-@eval_app.command("retrieval")
+@group.command("retrieval", epilog=examples(
+    "sourcebook eval retrieval datasets/scifact --modes keyword,hybrid",
+    "sourcebook eval retrieval datasets/scifact --report scifact.md --json",
+))
 def retrieval(
+    ctx: typer.Context,
     dataset_dir: Annotated[
         Path, typer.Argument(exists=True, file_okay=False, help="A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/*.tsv.")
     ],
@@ -77,19 +74,16 @@ def retrieval(
     as_json: JsonOpt = False,
 ) -> None:
     """Index DATASET_DIR (incrementally), run its judged queries per mode: nDCG, recall, MRR, latency."""
-    from .cli import _emit_json, _errors, _progress
-
     chosen = _modes(modes)
-    with _errors(as_json):
-        queries = len(load_dataset(dataset_dir, split).qrels)
-        with open_index(dataset_dir, db) as kb, _progress(err.is_terminal) as ingest, \
-                _bar(err.is_terminal, {f"{m} queries": queries for m in chosen}) as advance:
-            result = evaluate_retrieval(
-                kb, dataset_dir, chosen, split=split, progress=ingest, on_query=lambda mode: advance(f"{mode} queries")
-            )
-        _save_report(result, report, as_json)
+    queries = len(load_dataset(dataset_dir, split).qrels)
+    with open_index(dataset_dir, db, cli_state(ctx).settings) as kb, ingest_progress(err.is_terminal) as ingest, \
+            _bar(err.is_terminal, {f"{m} queries": queries for m in chosen}) as advance:
+        result = evaluate_retrieval(
+            kb, dataset_dir, chosen, split=split, progress=ingest, on_query=lambda mode: advance(f"{mode} queries")
+        )
+    _save_report(result, report, as_json)
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
         return
     header, rows = retrieval_rows(result)
     # Transposed (a column per mode) so it fits an 80-column terminal.
@@ -103,8 +97,12 @@ def retrieval(
               f"latency: one search at top_k={result.ks[0]}, query embedding included[/dim]", highlight=False)
 
 
-@eval_app.command("answers")
+@group.command("answers", epilog=examples(
+    "sourcebook --db kb.db eval answers examples/questions.jsonl",
+    "sourcebook eval answers qa.jsonl --top-k 3 --report answers.md --json",
+))
 def answers(
+    ctx: typer.Context,
     qa_file: Annotated[
         Path,
         typer.Argument(exists=True, dir_okay=False, help='JSONL of {"id", "question", "answers": [..], "gold_sources": [..]}.'),
@@ -116,15 +114,12 @@ def answers(
     as_json: JsonOpt = False,
 ) -> None:
     """Ask every question of QA_FILE against the knowledge base (--db): hits, sources, citations, abstention, calibration."""
-    from .cli import _emit_json, _errors, _open
-
-    with _errors(as_json):
-        total = len(read_qa(qa_file))
-        with _open() as kb, _bar(err.is_terminal, {"questions": total}) as advance:
-            result = evaluate_answers(kb, qa_file, top_k, on_question=lambda _: advance("questions"))
-        _save_report(result, report, as_json)
+    total = len(read_qa(qa_file))
+    with open_kb(ctx, must_exist=True) as kb, _bar(err.is_terminal, {"questions": total}) as advance:
+        result = evaluate_answers(kb, qa_file, top_k, on_question=lambda _: advance("questions"))
+    _save_report(result, report, as_json)
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
         return
     summary = Table("measure", "value", title=f"answers: {qa_file}")
     for name, value in answer_rows(result):

@@ -1,7 +1,8 @@
 """`sourcebook keys`: create, list and revoke the HTTP service's API keys.
 
-A typer sub-app registered by cli.py. The secret is printed once, at creation; the
-database keeps only its hash and a prefix that identifies the key in listings.
+The secret is printed once, at creation; the database keeps only its hash and a prefix that
+identifies the key in listings. `create` may create the knowledge base (keys before
+documents is a normal order); `list` and `revoke` need an existing one.
 """
 
 from __future__ import annotations
@@ -11,24 +12,18 @@ from contextlib import contextmanager
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from .apikeys import ApiKey, KeyStore, Role, make_grants
+from ..apikeys import ApiKey, KeyStore, Role, make_grants
+from ._common import JsonOpt, emit_json, err, examples, open_kb, out
 
-keys_app = typer.Typer(help="API keys of the HTTP service (`sourcebook serve`).", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+group = typer.Typer(help="API keys of the HTTP service (`sourcebook serve`).", no_args_is_help=True)
 
 
 @contextmanager
-def _keys() -> Iterator[tuple[KeyStore, str]]:
+def _keys(ctx: typer.Context, *, must_exist: bool) -> Iterator[tuple[KeyStore, str]]:
     """The key store of the knowledge base the global options name, and that base's tenant."""
-    from .cli import _open
-
-    with _open() as kb:
+    with open_kb(ctx, must_exist=must_exist) as kb:
         store = kb.api_keys()
         try:
             yield store, kb.tenant
@@ -40,8 +35,12 @@ def _grants(key: ApiKey) -> str:
     return ", ".join(f"{collection}={role}" for collection, role in sorted(key.grants.items()))
 
 
-@keys_app.command("create")
+@group.command("create", epilog=examples(
+    "KEY=$(sourcebook keys create --name ci)",
+    "sourcebook keys create --tenant acme --role write -c docs --json",
+))
 def create(
+    ctx: typer.Context,
     tenant: Annotated[
         Optional[str], typer.Option("--tenant", "-t", help="Tenant whose documents the key reaches (else the global --tenant).")
     ] = None,
@@ -53,12 +52,10 @@ def create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a key and print its secret (shown this once only)."""
-    from .cli import _emit_json, _errors
-
-    with _errors(as_json), _keys() as (store, default_tenant):
+    with _keys(ctx, must_exist=False) as (store, default_tenant):
         created = store.create(name, tenant or default_tenant, make_grants(role, tuple(collection or ())))
     if as_json:
-        _emit_json({"key": created.key.to_dict(), "secret": created.secret})
+        emit_json({"key": created.key.to_dict(), "secret": created.secret})
         return
     out.print(created.secret, highlight=False, markup=False)
     err.print(
@@ -67,19 +64,18 @@ def create(
     )
 
 
-@keys_app.command("list")
+@group.command("list", epilog=examples("sourcebook keys list", "sourcebook keys list --tenant acme --all --json"))
 def list_keys(
+    ctx: typer.Context,
     tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's keys.")] = None,
     show_revoked: Annotated[bool, typer.Option("--all", help="Include revoked keys.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List keys (never their secrets)."""
-    from .cli import _emit_json, _errors
-
-    with _errors(as_json), _keys() as (store, _):
+    with _keys(ctx, must_exist=True) as (store, _):
         keys = store.list(tenant, include_revoked=show_revoked)
     if as_json:
-        _emit_json({"keys": [key.to_dict() for key in keys]})
+        emit_json({"keys": [key.to_dict() for key in keys]})
         return
     table = Table("id", "prefix", "tenant", "grants", "name", "created", "revoked")
     for key in keys:
@@ -87,17 +83,16 @@ def list_keys(
     out.print(table)
 
 
-@keys_app.command("revoke")
+@group.command("revoke", epilog=examples("sourcebook keys revoke sb_AbCd", "sourcebook keys revoke KEY_ID --json"))
 def revoke(
+    ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="The key's id or prefix (see `sourcebook keys list`).")],
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a key: requests with it are refused from now on."""
-    from .cli import _emit_json, _errors
-
-    with _errors(as_json), _keys() as (store, _):
+    with _keys(ctx, must_exist=True) as (store, _):
         revoked = store.revoke(key)
     if as_json:
-        _emit_json({"revoked": revoked.to_dict()})
+        emit_json({"revoked": revoked.to_dict()})
     else:
         out.print(f"revoked {revoked.id} ({revoked.prefix}…)", highlight=False)

@@ -1,8 +1,7 @@
 """`sourcebook graph`: build, browse and export the knowledge graph (README "Knowledge graph").
 
-A typer sub-app registered by cli.py. It reuses cli.py's helpers (KB opening, JSON
-errors), imported inside the commands because cli.py imports this module while it is
-itself being imported.
+Every graph command reads documents that must already be there, so a knowledge base that
+does not exist is an error (`graph build` on a new one could only build an empty graph).
 """
 
 from __future__ import annotations
@@ -12,25 +11,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from .chunking import make_prefix
-from .graph.builder import GraphBuildReport
-from .graph.export import FORMATS
-from .graph.models import EntityRecord
-from .kb import ingested_ids
+from ..chunking import make_prefix
+from ..graph.builder import GraphBuildReport
+from ..graph.export import FORMATS
+from ..graph.models import EntityRecord
+from ..kb import ingested_ids
+from ._common import JsonOpt, emit_json, err, examples, open_kb, out
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase
-    from .models import IngestResult
+    from ..kb import KnowledgeBase
+    from ..models import IngestResult
 
-graph_app = typer.Typer(help="The knowledge graph: build it, list, search and show entities, export it.",
-                        no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+group = typer.Typer(
+    help="The knowledge graph: build it, list, search and show entities, export it.",
+    no_args_is_help=True,
+    epilog=examples("sourcebook graph build", "sourcebook graph show harbor-db"),
+)
 TypeOpt = Annotated[Optional[str], typer.Option("--type", "-t", help="only entities of this type")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="most entities to list")]
 
@@ -53,8 +51,9 @@ def print_build(report: GraphBuildReport) -> None:
         err.print(f"[yellow]failed[/yellow] {error}", highlight=False)
 
 
-@graph_app.command()
+@group.command(epilog=examples("sourcebook graph build", "sourcebook graph build DOC_ID --llm openai:gpt-4o-mini --force"))
 def build(
+    ctx: typer.Context,
     documents: Annotated[Optional[list[str]], typer.Argument(help="Document ids or sources (default: all).")] = None,
     collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Only this collection.")] = None,
     llm: Annotated[Optional[str], typer.Option("--llm", help="provider:model to extract with (default: graph_llm, llm)")] = None,
@@ -63,12 +62,10 @@ def build(
     as_json: JsonOpt = False,
 ) -> None:
     """Extract entities and relations of the documents (chunks extracted before come from the cache)."""
-    from .cli import _emit_json, _errors, _open
-
-    with _errors(as_json), _open() as kb:
+    with open_kb(ctx, must_exist=True) as kb:
         report = kb.build_graph(documents, collection, llm=llm, extractor=extractor, force=force)
     if as_json:
-        _emit_json(report.to_dict())
+        emit_json(report.to_dict())
     else:
         print_build(report)
     if report.failed:
@@ -82,14 +79,12 @@ def _entity_table(entities: list[EntityRecord]) -> Table:
     return table
 
 
-def _list(query: str | None, type_: str | None, limit: int, offset: int, as_json: bool) -> None:
-    from .cli import _emit_json, _errors, _open
-
-    with _errors(as_json), _open() as kb:
+def _list(ctx: typer.Context, query: str | None, type_: str | None, limit: int, offset: int, as_json: bool) -> None:
+    with open_kb(ctx, must_exist=True) as kb:
         entities = kb.entities(query, type=type_, limit=limit, offset=offset)
         stats = kb.graph_stats()
     if as_json:
-        _emit_json({"entities": [e.to_dict() for e in entities], "graph": stats})
+        emit_json({"entities": [e.to_dict() for e in entities], "graph": stats})
     elif entities:
         out.print(_entity_table(entities))
         out.print(f"[dim]{stats['entities']} entities, {stats['relations']} relations, {stats['documents']} documents[/dim]")
@@ -97,26 +92,28 @@ def _list(query: str | None, type_: str | None, limit: int, offset: int, as_json
         out.print("No entities." + ("" if stats["documents"] else " Build the graph with `sourcebook graph build`."))
 
 
-@graph_app.command("list")
+@group.command("list", epilog=examples("sourcebook graph list --limit 10", "sourcebook graph list --type code --json"))
 def list_entities(
+    ctx: typer.Context,
     type_: TypeOpt = None,
     limit: LimitOpt = 50,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """List entities, most mentioned first."""
-    _list(None, type_, limit, offset, as_json)
+    _list(ctx, None, type_, limit, offset, as_json)
 
 
-@graph_app.command()
+@group.command(epilog=examples("sourcebook graph search tide", "sourcebook graph search harbor --type code --json"))
 def search(
+    ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Part of an entity's name or alias.")],
     type_: TypeOpt = None,
     limit: LimitOpt = 20,
     as_json: JsonOpt = False,
 ) -> None:
     """Find entities whose name or alias contains QUERY."""
-    _list(query, type_, limit, 0, as_json)
+    _list(ctx, query, type_, limit, 0, as_json)
 
 
 def _passage(chunk: Any) -> str:
@@ -124,19 +121,18 @@ def _passage(chunk: Any) -> str:
     return f"{make_prefix(chunk.title, chunk.heading_path)} — {chunk.source}\n    {text[:240]}{'…' if len(text) > 240 else ''}"
 
 
-@graph_app.command()
+@group.command(epilog=examples("sourcebook graph show harbor-db", "sourcebook graph show DCP --neighbours 5 --json"))
 def show(
+    ctx: typer.Context,
     entity: Annotated[str, typer.Argument(help="Entity name, alias or a unique part of one.")],
     neighbours: Annotated[int, typer.Option("--neighbours", "-n", min=0, help="most relations to show")] = 20,
     as_json: JsonOpt = False,
 ) -> None:
     """An entity, the passages that mention it, and its neighbours with the passages supporting each relation."""
-    from .cli import _emit_json, _errors, _open
-
-    with _errors(as_json), _open() as kb:
+    with open_kb(ctx, must_exist=True) as kb:
         view = kb.entity(entity, neighbours=neighbours)
     if as_json:
-        _emit_json(view.to_dict())
+        emit_json(view.to_dict())
         return
     e = view.entity
     aliases = f" (also {', '.join(e.aliases)})" if e.aliases else ""
@@ -156,15 +152,14 @@ def show(
             out.print(f"    {_passage(chunk)}", highlight=False, markup=False)
 
 
-@graph_app.command()
+@group.command(epilog=examples("sourcebook graph export > graph.json", "sourcebook graph export --format graphml -o graph.graphml"))
 def export(
+    ctx: typer.Context,
     format: Annotated[str, typer.Option("--format", "-f", help=" or ".join(FORMATS))] = "json",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
 ) -> None:
     """Export the whole graph as JSON (nodes with mention counts, edges with their chunks) or GraphML."""
-    from .cli import _errors, _open
-
-    with _errors(False), _open() as kb:
+    with open_kb(ctx, must_exist=True) as kb:
         text = kb.export_graph(format)
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

