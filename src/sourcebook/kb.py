@@ -12,7 +12,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from .apikeys import KeyStore
 from .answering.llm import Answerer, AnswerStream, Question
@@ -41,6 +41,17 @@ DEFAULT_COLLECTION = "default"
 def ingested_ids(results: Sequence[IngestResult]) -> list[str]:
     """Documents that `add` left ready (added, updated or unchanged): what `add --graph` builds."""
     return [r.document_id for r in results if r.document_id and r.action not in ("failed", "queued")]
+
+
+class AskOptions(TypedDict, total=False):
+    """What `ask` and `ask_stream` take besides the question and the LLM (see `question`)."""
+
+    collection: str | Sequence[str] | None
+    document_ids: Sequence[str] | None
+    metadata: dict[str, Any] | None
+    top_k: int | None
+    mode: AnswerMode | None
+    rewrite: bool | None
 
 
 class KnowledgeBase:
@@ -201,43 +212,20 @@ class KnowledgeBase:
             self._retriever.search(q, options, None if vectors is None else vectors[i]) for i, q in enumerate(queries)
         ]
 
-    def ask(
-        self,
-        question: str,
-        *,
-        collection: str | Sequence[str] | None = None,
-        document_ids: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        top_k: int | None = None,
-        llm: str | None = None,
-        mode: AnswerMode | None = None,
-        rewrite: bool | None = None,
-    ) -> Answer:
+    def ask(self, question: str, *, llm: str | None = None, **options: Unpack[AskOptions]) -> Answer:
         """A cited answer, or an abstention when the documents do not say.
 
         With an LLM (`llm="provider:model"`, else settings.llm) it writes the answer from numbered
         sources and every citation is checked; without one the answer quotes the best sentences.
+        `options` (`AskOptions`) narrow the sources (collection, document_ids, metadata, top_k);
         `mode` is "retrieval", "full-context" or "auto" (settings.answer_mode); `rewrite` searches
         LLM-written variations of the question too (settings.query_rewrite).
         """
-        scope = {"collection": collection, "document_ids": document_ids, "metadata": metadata, "top_k": top_k}
-        return self.answerer(llm).answer(self.question(question, mode=mode, rewrite=rewrite, **scope))
+        return self.answerer(llm).answer(self.question(question, **options))
 
-    def ask_stream(
-        self,
-        question: str,
-        *,
-        collection: str | Sequence[str] | None = None,
-        document_ids: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        top_k: int | None = None,
-        llm: str | None = None,
-        mode: AnswerMode | None = None,
-        rewrite: bool | None = None,
-    ) -> AnswerStream:
+    def ask_stream(self, question: str, *, llm: str | None = None, **options: Unpack[AskOptions]) -> AnswerStream:
         """Like `ask`, as an iterator over the answer's text as the LLM writes it; `.answer` at the end."""
-        scope = {"collection": collection, "document_ids": document_ids, "metadata": metadata, "top_k": top_k}
-        return AnswerStream(self.answerer(llm).run(self.question(question, mode=mode, rewrite=rewrite, **scope), stream=True))
+        return AnswerStream(self.answerer(llm).run(self.question(question, **options), stream=True))
 
     def question(
         self,

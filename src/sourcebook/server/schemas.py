@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..models import DocumentStatus
+from ..models import DocumentRecord, DocumentStatus
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 # A question, query or chat message: something other than whitespace (blank text is a 400, so the
@@ -56,29 +56,16 @@ class CollectionList(BaseModel):
 
 
 # Documents --------------------------------------------------------------------------------
-class Document(BaseModel):
-    id: str
-    collection: str
-    source: str
-    title: str
-    media_type: str
-    status: DocumentStatus
-    error: str | None
-    chunk_count: int
-    content_hash: str | None
-    metadata: dict[str, Any]
-    created_at: str
-    updated_at: str
-
-
+# A document is the library's own `DocumentRecord` (a dataclass pydantic validates and documents
+# as it is), so the API's shape cannot drift from what the facade returns.
 class DocumentList(BaseModel):
-    documents: list[Document]
+    documents: list[DocumentRecord]
 
 
 class DocumentsQueued(BaseModel):
     """Accepted for ingestion: poll GET /v1/documents/{id} (or stream /events) until ready or error."""
 
-    documents: list[Document]
+    documents: list[DocumentRecord]
 
 
 class UrlAdd(Strict):
@@ -98,7 +85,7 @@ class Chunk(BaseModel):
 
 
 class DocumentDetail(BaseModel):
-    document: Document
+    document: DocumentRecord
     chunks: list[Chunk]
 
 

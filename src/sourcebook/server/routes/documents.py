@@ -24,7 +24,6 @@ from ...jobs import IngestItem, IngestJob
 from ..schemas import (
     NAME_PATTERN,
     Chunk,
-    Document,
     DocumentDetail,
     DocumentList,
     DocumentsQueued,
@@ -39,10 +38,6 @@ from ..schemas import (
 router = APIRouter(prefix="/v1/documents", tags=["documents"])
 META_PATTERN = r"^[^=]+="
 FINAL = (DocumentStatus.READY, DocumentStatus.ERROR)
-
-
-def _document(record: DocumentRecord) -> Document:
-    return Document(**record.to_dict())
 
 
 def _readable(call: Call, document_id: str) -> DocumentRecord:
@@ -63,7 +58,7 @@ def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[
         records.append(record)
         items.append(IngestItem(record.id, source, upload, media_type))
     call.service.submit(IngestJob(tenant, collection, tuple(items), metadata))
-    return DocumentsQueued(documents=[_document(r) for r in records])
+    return DocumentsQueued(documents=records)
 
 
 def _metadata(pairs: list[str]) -> dict[str, Any]:
@@ -131,13 +126,13 @@ def list_documents(
         records = call.kb.documents(None, status_filter)
     else:
         records = [r for name in scope for r in call.kb.documents(name, status_filter)]
-    return DocumentList(documents=[_document(r) for r in records])
+    return DocumentList(documents=records)
 
 
-@router.get("/{document_id}", response_model=Document, responses=error_responses(403, 404))
-def get_document(document_id: str, call: CallDep) -> Document:
+@router.get("/{document_id}", response_model=DocumentRecord, responses=error_responses(403, 404))
+def get_document(document_id: str, call: CallDep) -> DocumentRecord:
     """One document: poll its `status` (pending, processing, ready, error) after an upload."""
-    return _document(_readable(call, document_id))
+    return _readable(call, document_id)
 
 
 @router.get("/{document_id}/chunks", response_model=DocumentDetail, responses=error_responses(403, 404))
@@ -148,7 +143,7 @@ def get_document_chunks(document_id: str, call: CallDep) -> DocumentDetail:
         Chunk(chunk_id=c.id, position=c.position, heading_path=list(c.heading_path), page=c.page, text=c.text)
         for c in call.kb.chunks(record.id)
     ]
-    return DocumentDetail(document=_document(record), chunks=chunks)
+    return DocumentDetail(document=record, chunks=chunks)
 
 
 @router.delete(
