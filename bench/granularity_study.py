@@ -39,7 +39,7 @@ from sourcebook import KnowledgeBase
 from sourcebook.evaluation.dataset import BeirDataset, load_dataset
 from sourcebook.evaluation.metrics import mean_ndcg
 from sourcebook.models import SearchFilter
-from sourcebook.sentences import sentence_texts
+from sourcebook.chunking import sentence_texts
 from sourcebook.stores import open_store
 
 CACHE = Path(__file__).resolve().parent / ".cache"

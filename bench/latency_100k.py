@@ -46,10 +46,10 @@ from sourcebook.loaders import iter_beir
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter, sha256_text
 from sourcebook.embedders.base import Embedder
 from sourcebook.retrieval import Retriever, SearchOptions, reciprocal_rank_fusion
-from sourcebook.sentences import sentence_texts
+from sourcebook.chunking import sentence_texts
 from sourcebook.stores import open_store
 from sourcebook.stores.base import Store
-from sourcebook.windows import window_texts
+from sourcebook.chunking import window_texts
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))

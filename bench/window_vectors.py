@@ -33,7 +33,7 @@ from sourcebook.evaluation.dataset import load_dataset
 from sourcebook.evaluation.metrics import mean_ndcg
 from sourcebook.models import ScoredId, SearchFilter
 from sourcebook.retrieval import zscore_fusion
-from sourcebook.sentences import sentence_texts
+from sourcebook.chunking import sentence_texts
 from sourcebook.stores import open_store
 
 POOL = 200

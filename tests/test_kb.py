@@ -11,7 +11,7 @@ from sourcebook import DocumentNotFoundError, EmbeddingModelMismatchError, Knowl
 from sourcebook.embedders import create_embedder
 from sourcebook.settings import Settings
 from sourcebook.stores import open_store
-from sourcebook.windows import window_texts
+from sourcebook.chunking import window_texts
 
 
 class CountingEmbedder:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sourcebook.sentences import sentence_texts, split_sentences
+from sourcebook.chunking import sentence_texts, split_sentences
 
 CASES = [
     # plain prose

@@ -4,7 +4,7 @@ Incremental by content hash at two levels:
 - a source whose bytes hash to the stored fingerprint is skipped before parsing;
 - a changed document reuses the stored vector of every chunk whose text (with its
   prefix) is unchanged, so only new or edited chunks are embedded; the same goes for a
-  chunk's sentence-window vectors (windows.py), which are derived from its text alone.
+  chunk's sentence-window vectors (chunking/windows.py), which are derived from its text alone.
 
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
@@ -30,7 +30,7 @@ from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedD
 from .settings import Settings
 from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
-from .windows import window_texts
+from .chunking import window_texts
 
 if TYPE_CHECKING:
     from .enrichment import ContextualEnricher

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Citation, CitationCheck, SentenceCheck, SentenceStatus, Verdict
-from ..sentences import sentence_texts
+from ..chunking import sentence_texts
 from .lexical import content_terms
 from .prompts import Source
 

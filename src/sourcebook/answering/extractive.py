@@ -15,7 +15,7 @@ import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Answer, Citation, Hit
-from ..sentences import sentence_texts
+from ..chunking import sentence_texts
 from .lexical import content_terms, overlap
 
 ABSTENTION_TEXT = "The knowledge base does not contain an answer to this question."

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..sentences import sentence_texts
+from ..chunking import sentence_texts
 from ..stopwords import STOPWORDS
 from .models import ChunkExtraction, ExtractedEntity, ExtractedRelation
 from .normalize import entity_key, expands, is_acronym

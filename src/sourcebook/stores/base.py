@@ -112,7 +112,7 @@ class DocumentStore(Protocol):
         Sets status ready, error None, chunk_count and content_hash.
         `vectors` is float32 of shape (len(chunks), dimension), L2-normalised.
         `windows`, when given, holds one float32 array per chunk of shape (k, dimension),
-        k >= 0: the vectors of the chunk's sentence windows (windows.py), which vector
+        k >= 0: the vectors of the chunk's sentence windows (chunking/windows.py), which vector
         search scores the chunk by too.
         """
 

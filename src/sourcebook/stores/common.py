@@ -34,7 +34,7 @@ def check_chunks_and_vectors(chunks: Sequence[Chunk], vectors: np.ndarray) -> No
 
 
 def check_windows(chunks: Sequence[Chunk], vectors: np.ndarray, windows: Sequence[np.ndarray] | None) -> list[np.ndarray]:
-    """Each chunk's window vectors (windows.py) as (k, dimension) float32, k >= 0; None = no windows."""
+    """Each chunk's window vectors (chunking/windows.py) as (k, dimension) float32, k >= 0; None = no windows."""
     dimension = vectors.shape[1]
     if windows is None:
         return [np.zeros((0, dimension), np.float32)] * len(chunks)

@@ -15,7 +15,7 @@ Why it looks like this:
 * Vectors of every dimension share one ``vector`` column; each dimension gets its own
   partial HNSW index on ``embedding::vector(d)`` (pgvector's way to index mixed
   dimensions), created when a collection of that dimension first appears.
-* A chunk's sentence-window vectors (windows.py) are rows of ``chunk_windows``, which
+* A chunk's sentence-window vectors (chunking/windows.py) are rows of ``chunk_windows``, which
   goes with its chunk by ON DELETE CASCADE and has the same per-dimension partial HNSW
   indexes, created together with the chunks' (`ensure_hnsw_index`). Its btree on
   (tenant, dimension, collection) tells a search whether any windows can match at all.

@@ -187,7 +187,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_at TEXT NOT NULL,
             revoked_at TEXT)""",
     )),
-    # 7: a chunk's sentence-window vectors (windows.py), k x dimension float32; NULL = none
+    # 7: a chunk's sentence-window vectors (chunking/windows.py), k x dimension float32; NULL = none
     Migration("add_window_vectors", ("ALTER TABLE vectors ADD COLUMN windows BLOB",)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

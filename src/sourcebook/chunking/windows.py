@@ -12,7 +12,7 @@ and a chunk reused by its content hash reuses its window vectors too.
 
 from __future__ import annotations
 
-from .models import Chunk
+from ..models import Chunk
 from .sentences import sentence_texts
 
 WINDOW_SENTENCES = 2

@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from sourcebook.errors import SourcebookError
-from sourcebook.models import Block, Chunk, ParsedDocument
-from sourcebook.sentences import Span, split_sentences
+from ..errors import SourcebookError
+from ..models import Block, Chunk, ParsedDocument
+from .sentences import Span, split_sentences
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Content tokens (special tokens excluded) of each text of a batch."""
