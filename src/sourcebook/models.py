@@ -7,6 +7,8 @@ Plain frozen dataclasses: cheap, hashable where useful, and trivially turned int
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -313,3 +315,27 @@ class IngestResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_metadata_value(text: str) -> Any:
+    """A `key=value` metadata value as the CLI's --meta and the API's form fields take it: the JSON
+    it spells (numbers, true/false, lists keep their type), else the text itself.
+
+    Python's json takes NaN, Infinity and 1e999, which JSON does not and the store refuses, and
+    raises RecursionError on deep nesting: those stay text, so no user input becomes a crash."""
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return text
+

@@ -284,6 +284,9 @@ def test_errors_are_json_with_stable_codes(make_api: ApiFactory) -> None:
             (client.post("/v1/search", json={"query": "   "}), 422, "invalid_request"),
             (client.post("/v1/search", json={"query": "\x1c\x1f"}), 422, "invalid_request"),  # str.strip() blanks
             (client.post("/v1/search", json={"query": "x", "metadata": {"\x00": "a"}}), 422, "invalid_request"),  # as the fuzz run found
+            (client.post("/v1/search", json={"query": "x", "top_k": True}), 422, "invalid_request"),  # as the fuzz run found
+            (client.post("/v1/search", json={"query": "x", "min_score": False}), 422, "invalid_request"),
+            (client.post("/v1/ask", json={"question": "x", "top_k": True}), 422, "invalid_request"),
             (client.get("/v1/documents", params={"status": "lost"}), 422, "invalid_request"),
             (client.get("/v1/nowhere"), 404, "not_found"),
             (client.put("/v1/search"), 405, "method_not_allowed"),

@@ -31,6 +31,7 @@ from typer.core import TyperGroup
 from ..errors import DatabaseNotFoundError, InvalidSettingsError, MissingExtraError, SourcebookError
 from ..ingest import IngestEvent
 from ..kb import KnowledgeBase
+from ..models import parse_metadata_value
 from ..settings import Settings, config_path
 
 out = Console()
@@ -195,10 +196,7 @@ def parse_meta(pairs: list[str] | None) -> dict[str, Any] | None:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"expected key=value, got {pair!r}")
-        try:
-            parsed[key] = json.loads(value)
-        except json.JSONDecodeError:
-            parsed[key] = value
+        parsed[key] = parse_metadata_value(value)
     return parsed
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from ..models import DocumentRecord, DocumentStatus
 
@@ -20,6 +20,17 @@ UserText = Annotated[
     str, Field(min_length=1, max_length=4000, pattern=r"[^\s\x1c-\x1f]", description="at least one non-blank character")
 ]
 CollectionName = Annotated[str, Field(pattern=NAME_PATTERN, description="letters, digits, '_', '.', '-'; at most 64")]
+
+
+def _not_a_boolean(value: Any) -> Any:
+    """JSON `true` is not the number 1, though pydantic's lax mode would take it (the schema fuzz
+    run sent `"top_k": true`); strict mode is no cure, as it refuses `44.0`, a JSON integer."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not a boolean")
+    return value
+
+
+NoBool = BeforeValidator(_not_a_boolean)
 
 
 class Strict(BaseModel):
@@ -109,13 +120,13 @@ Scope = CollectionName | Annotated[list[CollectionName], Field(max_length=100)] 
 
 class SearchRequest(Strict):
     query: UserText
-    top_k: int | None = Field(None, ge=1, le=100)
+    top_k: Annotated[int, Field(ge=1, le=100), NoBool] | None = None
     mode: Literal["keyword", "vector", "hybrid"] | None = None
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
     document_ids: list[str] | None = Field(None, max_length=1000)
     metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
-    min_score: float | None = None
-    per_document: int | None = Field(None, ge=0, le=100)
+    min_score: Annotated[float, NoBool] | None = None
+    per_document: Annotated[int, Field(ge=0, le=100), NoBool] | None = None
 
 
 class RetrieverScore(BaseModel):
@@ -149,7 +160,7 @@ class AskRequest(Strict):
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
     document_ids: list[str] | None = Field(None, max_length=1000)
     metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
-    top_k: int | None = Field(None, ge=1, le=50)
+    top_k: Annotated[int, Field(ge=1, le=50), NoBool] | None = None
     mode: Literal["retrieval", "full-context", "auto"] | None = None
     rewrite: bool | None = None
 

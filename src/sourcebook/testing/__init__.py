@@ -8,7 +8,7 @@ way Haystack's `haystack.testing.document_store` works. The suites never name a 
     import pytest
     from sourcebook.testing import StoreConformance
 
-    from my_package import MyStore, MyKeyStore
+    from my_package import MyStore
 
     class TestMyStore(StoreConformance):
         @pytest.fixture
@@ -17,11 +17,8 @@ way Haystack's `haystack.testing.document_store` works. The suites never name a 
             yield store
             store.close()
 
-        @pytest.fixture
-        def key_store(self, tmp_path):
-            keys = MyKeyStore(tmp_path / "keys")
-            yield keys
-            keys.close()
+`StoreConformance` runs the API-key suite on the store's own key store (`api_keys()`); a
+key store that stands alone subclasses `KeyStoreSuite` and overrides its `key_store` fixture.
 
 A back end that fills only some roles subclasses only their suites:
 

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from ...apikeys import Role
 from ...errors import DocumentNotFoundError, FileTooLargeError
 from ...loaders import is_url
-from ...models import DocumentRecord, DocumentStatus
+from ...models import DocumentRecord, DocumentStatus, parse_metadata_value
 from ..context import Call, CallDep
 from ..errors import ConflictError, InvalidRequestError, PayloadTooLargeError
 from ...jobs import IngestItem, IngestJob
@@ -66,10 +66,7 @@ def _metadata(pairs: list[str]) -> dict[str, Any]:
     parsed: dict[str, Any] = {}
     for pair in pairs:
         key, _, value = pair.partition("=")
-        try:
-            parsed[key] = json.loads(value)
-        except json.JSONDecodeError:
-            parsed[key] = value
+        parsed[key] = parse_metadata_value(value)
     return parsed
 
 
