@@ -114,4 +114,7 @@ def test_a_queued_job_whose_document_was_deleted_is_cancelled_not_recreated(
     doc_id = add_file(acme, tmp_path, "lunch.md", SMALL)
     acme.remove(doc_id)
     run_worker(fresh_postgres_dsn, Settings(db=fresh_postgres_dsn), embedder)
+    with psycopg.connect(fresh_postgres_dsn) as conn:
+        [(result,)] = conn.execute("SELECT result FROM sourcebook_ingest_jobs WHERE document_id = %s", (doc_id,)).fetchall()
+    assert result["action"] == "cancelled"
     assert acme.documents() == []
