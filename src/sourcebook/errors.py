@@ -49,6 +49,20 @@ class FileTooLargeError(LoaderError):
     code = "file_too_large"
 
 
+class SourceTooLargeError(LoaderError):
+    """The parsed source has more pages or characters than the configured limit (max_pages,
+    max_characters): one huge document must not hold the ingestion of everyone else."""
+
+    code = "source_too_large"
+
+
+class IngestTimeoutError(LoaderError):
+    """Ingesting the source took longer than the configured limit (max_ingest_seconds); nothing of
+    it was written."""
+
+    code = "ingest_timeout"
+
+
 class FetchError(LoaderError):
     """A URL could not be fetched (unreachable, refused, bad status, too large)."""
 

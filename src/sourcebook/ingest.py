@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import numpy as np
 
 from .chunking import chunk_document
 from .embedders.base import Embedder
-from .errors import SourcebookError
+from .errors import DocumentNotFoundError, IngestTimeoutError, SourcebookError, SourceTooLargeError
 from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
 from .settings import Settings
@@ -35,8 +36,11 @@ from .chunking import window_texts
 if TYPE_CHECKING:
     from .enrichment import ContextualEnricher
 
-# Chunks accumulated across documents before one embedding pass.
+# Chunks accumulated across documents before one embedding pass; also the slice of a large
+# document embedded between two checks that it was not deleted and is within its time limit.
 EMBED_BATCH_CHUNKS = 256
+CANCELLED = "cancelled"
+"""The action of a source whose document was deleted while it was being ingested (nothing written)."""
 
 
 @dataclass(frozen=True)
@@ -135,8 +139,12 @@ class _Pending:
     vectors: dict[str, np.ndarray]
     missing: list[int]
     action: str
+    deadline: float
+    """time.monotonic() after which the source is over max_ingest_seconds."""
     windows: dict[str, np.ndarray] = field(default_factory=dict)
     missing_windows: dict[int, list[str]] = field(default_factory=dict)
+    stopped: SourcebookError | None = None
+    """Why its ingestion stopped before writing (deleted meanwhile, over its time): nothing is written."""
 
     def text_count(self) -> int:
         """How many texts `texts()` holds, without building them (checked per queued source)."""
@@ -173,6 +181,9 @@ class Ingestor:
     progress: ProgressHandler | None = None
     enricher: ContextualEnricher | None = None
     """Optional LLM-written context per chunk (enrichment.py); None keeps the deterministic prefix."""
+    only_existing: bool = False
+    """The documents were recorded (pending) before this run, as a job's are: one that is gone was
+    deleted meanwhile, so its ingestion is cancelled and it is never created again."""
     _queue: list[_Pending] = field(default_factory=list)
 
     def _emit(self, kind: str, count: int, result: IngestResult | None = None) -> None:
@@ -221,7 +232,10 @@ class Ingestor:
         """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
         source, load = item
         doc_id = document_id(collection, source, self.store.tenant)
+        deadline = time.monotonic() + self.settings.max_ingest_seconds
         existing = self.store.get_document(doc_id)
+        if existing is None and self.only_existing:
+            return IngestResult(source, CANCELLED, doc_id)
         try:
             fingerprint, parsed, raw = load()
             if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
@@ -229,6 +243,7 @@ class Ingestor:
             if parsed is None:
                 assert raw is not None
                 parsed = parse(raw)
+            self._check_size(source, parsed)
             reserve = self.enricher.reserve_tokens if self.enricher else 0
             chunks = chunk_document(
                 parsed,
@@ -238,8 +253,11 @@ class Ingestor:
             )
             if self.enricher:
                 chunks = self.enricher(parsed, chunks)
+            self._check_time(source, deadline)
         except SourcebookError as exc:
             return record_failure(self.store, existing, doc_id, collection, source, exc)
+        if self.only_existing and self.store.get_document(doc_id) is None:  # deleted while it was parsed
+            return IngestResult(source, CANCELLED, doc_id)
         self.store.upsert_document(
             doc_id,
             collection=collection,
@@ -253,11 +271,56 @@ class Ingestor:
         known = self.store.vectors_for_hashes(collection, hashes)
         missing = [i for i, h in enumerate(hashes) if h not in known]
         action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
-        pending = _Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action)
+        pending = _Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action, deadline)
         if self.settings.vector_windows:
             self._plan_windows(pending, collection)
         self._queue.append(pending)
         return None
+
+    def _check_size(self, source: str, parsed: ParsedDocument) -> None:
+        """Refuse a source over max_pages or max_characters (SourceTooLargeError)."""
+        counted = parsed.metadata.get("pages")  # a PDF's own count, blank pages included
+        pages = max([counted if isinstance(counted, int) else 0, *(block.page or 0 for block in parsed.blocks)])
+        if pages > self.settings.max_pages:
+            raise SourceTooLargeError(source, f"{pages} pages, over the limit of {self.settings.max_pages} (max_pages)")
+        characters = sum(len(block.text) for block in parsed.blocks)
+        if characters > self.settings.max_characters:
+            raise SourceTooLargeError(
+                source, f"{characters} characters of text, over the limit of {self.settings.max_characters} (max_characters)"
+            )
+
+    def _check_time(self, source: str, deadline: float) -> None:
+        if time.monotonic() > deadline:
+            raise IngestTimeoutError(
+                source, f"ingestion took over {self.settings.max_ingest_seconds:g} s (max_ingest_seconds); nothing was written"
+            )
+
+    def _check_stopped(self, documents: Sequence[_Pending]) -> bool:
+        """Mark the documents deleted meanwhile (cancelled) or over their time; True when none is left to embed."""
+        for pending in documents:
+            if pending.stopped is not None:
+                continue
+            if self.store.get_document(pending.doc_id) is None:
+                pending.stopped = DocumentNotFoundError(f"{pending.source}: deleted while it was ingested")
+                continue
+            try:
+                self._check_time(pending.source, pending.deadline)
+            except IngestTimeoutError as exc:
+                pending.stopped = exc
+        return all(pending.stopped is not None for pending in documents)
+
+    def _embed(self, documents: list[_Pending], texts: list[str]) -> np.ndarray | None:
+        """Embed `texts` (the documents' missing ones) a slice at a time, checking before each slice
+        that some document is still worth it; None when all of them stopped."""
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(texts), EMBED_BATCH_CHUNKS):
+            if self._check_stopped(documents):
+                return None
+            vectors.append(self.embedder.embed_documents(texts[start : start + EMBED_BATCH_CHUNKS], self._embedded))
+        return np.concatenate(vectors)
+
+    def _embedded(self, count: int) -> None:
+        self._emit("embedded", count)
 
     def _plan_windows(self, pending: _Pending, collection: str) -> None:
         """Reuse the stored windows of unchanged chunks; queue the others' for embedding.
@@ -277,31 +340,35 @@ class Ingestor:
         """Mark the queued documents processing and embed their missing chunks in the worker."""
         queue, self._queue = self._queue, []
         for pending in queue:
-            self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
+            try:
+                self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
+            except DocumentNotFoundError as exc:  # deleted since it was prepared
+                pending.stopped = exc
         texts = [text for p in queue for text in p.texts()]
-
-        def progress(count: int) -> None:
-            self._emit("embedded", count)
-
-        return _Batch(queue, worker.submit(self.embedder.embed_documents, texts, progress) if texts else None)
+        return _Batch(queue, worker.submit(self._embed, queue, texts) if texts else None)
 
     def _finish(self, batch: _Batch) -> list[IngestResult]:
         """Wait for the batch's vectors, then write each document in its own transaction."""
         fresh = batch.vectors.result() if batch.vectors is not None else None
+        self._check_stopped(batch.documents)
         results: list[IngestResult] = []
         offset = 0
         for pending in batch.documents:
             count = pending.text_count()
-            if count:
+            if count and pending.stopped is None:
                 assert fresh is not None
                 pending.take(fresh[offset : offset + count])
-                offset += count
+            offset += count
             results.append(self._write(pending))
         return results
 
     def _write(self, pending: _Pending) -> IngestResult:
         try:
-            self._store_chunks(pending)
+            if pending.stopped is not None:
+                raise pending.stopped
+            self._store_chunks(pending)  # refuses a document deleted meanwhile: nothing is written
+        except DocumentNotFoundError:
+            result = IngestResult(pending.source, CANCELLED, pending.doc_id)
         except SourcebookError as exc:
             existed = pending.action == "updated"
             if existed:  # the old chunks are intact: the document is still what it was

@@ -300,7 +300,8 @@ class Answer:
 class IngestResult:
     """What happened to one source during `add` or `sync`.
 
-    `action` is "added", "updated", "unchanged", "removed" or "failed";
+    `action` is "added", "updated", "unchanged", "removed", "failed" or "cancelled" (the document
+    was deleted while it was being ingested: nothing of it was written);
     `embedded` counts chunks that needed new vectors (0 when nothing changed).
     """
 

@@ -54,6 +54,13 @@ class Settings(BaseSettings):
 
     # Loading
     max_file_bytes: int = Field(50 * 1024 * 1024, ge=1)
+    max_pages: int = Field(10_000, ge=1, description="most pages of one source (a PDF); more is a source_too_large error")
+    max_characters: int = Field(
+        50 * 1024 * 1024, ge=1, description="most characters of text in one parsed source; more is a source_too_large error"
+    )
+    max_ingest_seconds: float = Field(
+        3600.0, gt=0, description="longest ingestion of one source, checked between steps; longer is an ingest_timeout error"
+    )
     url_timeout: float = Field(20.0, gt=0)
     url_max_bytes: int = Field(20 * 1024 * 1024, ge=1)
     allow_private_urls: bool = Field(False, description="allow fetching loopback/private network addresses")
@@ -120,6 +127,9 @@ class Settings(BaseSettings):
     )
     job_attempts: int = Field(3, ge=1, description="attempts of an ingestion job before its document is in error")
     job_retry_delay: float = Field(2.0, ge=0, description="seconds before a failed job's first retry (doubles per retry)")
+    ingest_workers: int = Field(
+        2, ge=1, description="jobs ingested at once by a server's runner, each of another tenant (round robin between tenants)"
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -9,8 +9,9 @@ background (`submit`, what the HTTP API calls before answering 202).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,45 +103,80 @@ Work = TypeVar("Work")
 
 
 class JobThread(Generic[Work]):
-    """Work items handled one at a time, in order, by one daemon thread of this process."""
+    """Work items of many tenants, handled by `workers` daemon threads of this process.
 
-    def __init__(self, handler: Callable[[Work], None]) -> None:
+    One queue per tenant, served round robin, and at most one item of a tenant running at a
+    time: a tenant's 2,000-page PDF holds one thread while the others serve every other tenant
+    in turn, so nobody's one-paragraph upload waits behind it. A tenant's items run in order.
+    """
+
+    def __init__(self, handler: Callable[[Work], None], workers: int = 1) -> None:
         self._handler = handler
-        self._items: queue.Queue[Work | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._running = 0
-        self._lock = threading.Lock()
+        self._workers = workers
+        self._queues: dict[str, deque[Work]] = {}
+        """Waiting items by tenant; the dict's order is the round's (a served tenant goes to its back)."""
+        self._running: set[str] = set()
+        self._changed = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
 
-    def put(self, item: Work) -> None:
-        self._items.put(item)
+    def put(self, tenant: str, item: Work) -> None:
+        with self._changed:
+            self._queues.setdefault(tenant, deque()).append(item)
+            self._changed.notify()
 
     def depth(self) -> int:
-        with self._lock:
-            return self._items.qsize() + self._running
+        with self._changed:
+            return sum(len(items) for items in self._queues.values()) + len(self._running)
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="sourcebook-ingest", daemon=True)
-            self._thread.start()
+        with self._changed:
+            if self._threads:
+                return
+            self._stopping = False
+            self._threads = [
+                threading.Thread(target=self._work, name=f"sourcebook-ingest-{n}", daemon=True) for n in range(self._workers)
+            ]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self._thread is None:
-            return
-        self._items.put(None)
-        self._thread.join(timeout)
-        self._thread = None
+        """Finish the waiting items (up to `timeout` seconds in all), then stop the threads."""
+        with self._changed:
+            threads, self._threads = self._threads, []
+            self._stopping = True
+            self._changed.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _next(self) -> tuple[str, Work] | None:
+        """The next tenant's next item (None: stopping and nothing this thread may take)."""
+        with self._changed:
+            while True:
+                tenant = next((t for t, items in self._queues.items() if items and t not in self._running), None)
+                if tenant is not None:
+                    items = self._queues.pop(tenant)
+                    item = items.popleft()
+                    if items:
+                        self._queues[tenant] = items  # the back of the round
+                    self._running.add(tenant)
+                    return tenant, item
+                if self._stopping:  # what is left belongs to running tenants: their threads take it
+                    return None
+                self._changed.wait()
 
     def _work(self) -> None:
-        while (item := self._items.get()) is not None:
-            with self._lock:
-                self._running = 1
+        while (next_item := self._next()) is not None:
+            tenant, item = next_item
             try:
                 self._handler(item)
             except Exception:  # noqa: BLE001 - keep serving the next items
                 logger.exception("ingestion worker error")
             finally:
-                with self._lock:
-                    self._running = 0
+                with self._changed:
+                    self._running.discard(tenant)
+                    self._changed.notify_all()
 
 
 def read_uploads(store: Store, job: IngestJob) -> tuple[list[RawSource], list[str], list[IngestResult]]:

@@ -11,6 +11,11 @@ Why this shape:
   procrastinate's own tables for it.
 * A document's jobs share a procrastinate lock (tenant + document id): two jobs for one
   document never run at once, whichever workers take them.
+* Tenants take turns: procrastinate starts the job of highest priority first (then the
+  oldest), and a job's priority is minus the number of its tenant's jobs already waiting. A
+  tenant's 500th queued file ranks behind another tenant's first, so a one-paragraph upload
+  never waits behind someone else's folder of PDFs (workers run `ingest_workers` jobs at once,
+  so one huge document holds one of them, not the queue).
 * Documents show the job's progress: `pending` when queued (and again while a retry waits),
   `processing` while embedded, then `ready` or `error` with the reason.
 * The HTTP API's submissions are queued before it answers 202 (they survive a restart);
@@ -118,7 +123,7 @@ class QueueRunner:
             settled += more
         except Exception as exc:  # noqa: BLE001 - every document of the job must end, whatever failed
             settled = fail_job(parts.store, job, exc)
-        self._thread.put(_Submitted(queued, settled, done, started))
+        self._thread.put(job.tenant, _Submitted(queued, settled, done, started))
 
     def enqueue(
         self, parts: IngestParts, items: Iterable[Loadable], collection: str, metadata: dict[str, Any], fmt: str,
@@ -177,15 +182,19 @@ class QueueRunner:
         else:
             store.set_status(spec.document_id, DocumentStatus.PENDING)
         with conn.transaction():
+            waiting = conn.execute(
+                "SELECT count(*) FROM sourcebook_ingest_jobs WHERE tenant = %s AND result IS NULL", (spec.tenant,)
+            ).fetchone()
             conn.execute(
                 "INSERT INTO sourcebook_ingest_jobs (id, tenant, collection, document_id, source, data, media_type, metadata) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                 (spec.job_id, spec.tenant, spec.collection, spec.document_id, spec.source, data, media_type,
                  Jsonb(raw_metadata)),
             )
-            app.configure_task(TASK, queue=QUEUE, lock=f"{spec.tenant}/{spec.document_id}", connection=conn).defer(
-                **spec.to_kwargs()
-            )
+            app.configure_task(
+                TASK, queue=QUEUE, lock=f"{spec.tenant}/{spec.document_id}", priority=-(waiting[0] if waiting else 0),
+                connection=conn,
+            ).defer(**spec.to_kwargs())
 
     @staticmethod
     def _emit(progress: ProgressHandler | None, result: IngestResult) -> IngestResult:
@@ -215,7 +224,7 @@ class QueueRunner:
                     break
                 if live_workers(conn) == 0:
                     if worker is None:
-                        worker = IngestWorker(self.parts)
+                        worker = IngestWorker(self.parts, concurrency=self.parts.settings.ingest_workers)
                         cleanup.callback(worker.close)
                     worker.run_until_idle()  # returns when no job can start now (retries may wait)
                 time.sleep(WAIT_POLL_SECONDS)
@@ -227,7 +236,7 @@ class QueueRunner:
         with connect(self.dsn) as conn:
             if live_workers(conn) > 0:
                 return
-        worker = IngestWorker(self.parts)
+        worker = IngestWorker(self.parts, concurrency=self.parts.settings.ingest_workers)
         try:
             worker.run_until_idle()
         finally:
@@ -248,7 +257,7 @@ class QueueRunner:
     def start(self) -> None:
         """Start the background thread; its first task runs what a previous process left queued."""
         self._thread.start()
-        self._thread.put(_Submitted((), [], None, time.perf_counter(), leftovers=True))
+        self._thread.put("", _Submitted((), [], None, time.perf_counter(), leftovers=True))
 
     def stop(self, timeout: float = 30.0) -> None:
         self._thread.stop(timeout)

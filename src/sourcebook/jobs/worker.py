@@ -12,6 +12,8 @@ Why it holds together:
 * Failures are retried with exponential backoff (`retry_delay * 2**(attempt - 1)`), up to
   the job's `attempts` (settings.job_attempts, 3 by default), unless the error cannot heal by
   waiting (an unsupported format, an empty document, a model mismatch): those end at once.
+* A document deleted while its job waits or runs ends the job as "cancelled": the ingestor
+  looks between embedding slices and before writing, and never creates the document again.
 * Jobs run in threads (procrastinate runs sync tasks off its event loop), `concurrency` at a
   time, sharing one embedding model; onnxruntime releases the GIL while it computes.
 """
@@ -33,10 +35,13 @@ from ..errors import (
     EmptyDocumentError,
     FileTooLargeError,
     IngestJobError,
+    IngestTimeoutError,
     LoaderError,
     SourcebookError,
+    SourceTooLargeError,
     UnsupportedFormatError,
 )
+from ..ingest import CANCELLED
 from ..loaders import RawSource, read_source
 from ..models import DocumentStatus, IngestResult
 from ..stores.base import Store
@@ -66,7 +71,7 @@ def live_workers(conn: psycopg.Connection, stalled_after: float = STALLED_AFTER_
 
 _PERMANENT_CODES = frozenset(
     error.code for error in (LoaderError, UnsupportedFormatError, EmptyDocumentError, FileTooLargeError, BlockedURLError,
-                             EmbeddingModelMismatchError, ConfigurationError)
+                             SourceTooLargeError, IngestTimeoutError, EmbeddingModelMismatchError, ConfigurationError)
 )
 """Failures that waiting cannot heal: a file in an unsupported format, an empty or oversized one, a
 blocked URL, a collection built with another model. Everything else (fetches, the database, the
@@ -232,10 +237,13 @@ class IngestWorker:
         loaded = self._load(spec)
         fingerprint = loaded[0]
         record = store.get_document(spec.document_id)
-        if record is not None and record.content_hash == fingerprint:  # e.g. a URL that did not change
+        if record is None:  # deleted since it was queued: nothing to do, nothing to create
+            return IngestResult(spec.source, CANCELLED, spec.document_id)
+        if record.content_hash == fingerprint:  # e.g. a URL that did not change
             store.set_status(spec.document_id, DocumentStatus.READY)
             return IngestResult(spec.source, "unchanged", spec.document_id, str(DocumentStatus.READY), record.chunk_count, 0)
         ingestor = parts.ingestor()
+        ingestor.only_existing = True  # deleted while it runs: cancelled, and not created again
         results = ingestor.add_loaded([(spec.source, lambda: loaded)], spec.collection, spec.metadata)
         result = results[-1]
         if result.action == "failed":

@@ -30,7 +30,7 @@ from .ingestion import UploadStore
 from .limits import BodyLimitMiddleware
 from .metrics import Metrics
 from .observability import ObservabilityMiddleware
-from .ratelimit import RateLimiter
+from .ratelimit import RateLimiter, RateLimits
 from .routes import answers, chat, chat_stream, collections, documents, graph, system, web
 
 logger = logging.getLogger(__name__)
@@ -106,7 +106,10 @@ def create_app(
     uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
     service = Service(
         kb=kb, settings=settings, keys=keys, queue=queue or kb.ingestion_runner(), uploads=uploads,
-        metrics=metrics, limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+        metrics=metrics, limits=RateLimits(
+            RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+            RateLimiter(settings.tenant_rate_limit_per_second, settings.tenant_rate_limit_burst),
+        ),
     )
 
     @asynccontextmanager

@@ -16,7 +16,7 @@ from fastapi import Request
 from ..apikeys import ALL_COLLECTIONS, ApiKey, KeyStore, Role
 from ..tenants import DEFAULT_TENANT
 from .errors import ForbiddenError, RateLimitedError, UnauthorizedError
-from .ratelimit import RateLimiter, retry_after_header
+from .ratelimit import RateLimits, retry_after_header
 
 
 def local_key(tenant: str = DEFAULT_TENANT) -> ApiKey:
@@ -71,9 +71,10 @@ def bearer_secret(request: Request) -> str | None:
 
 
 def authenticate(
-    request: Request, keys: KeyStore | None, limiter: RateLimiter, local_tenant: str = DEFAULT_TENANT
+    request: Request, keys: KeyStore | None, limits: RateLimits, local_tenant: str = DEFAULT_TENANT
 ) -> Principal:
-    """The request's principal, after its rate limit; 401 without a live key, 429 over the limit.
+    """The request's principal, after its rate limits (its key's and its tenant's); 401 without a
+    live key, 429 over either limit, saying which.
     Without a key store (`--no-auth`) every caller is an admin of `local_tenant`."""
     if keys is None:
         client = request.client.host if request.client else "local"
@@ -89,10 +90,7 @@ def authenticate(
         if key is None:
             raise UnauthorizedError("the API key is unknown or revoked", {"WWW-Authenticate": "Bearer"})
         principal = Principal(key, f"key:{key.id}")
-    wait = limiter.acquire(principal.rate_key)
-    if wait is not None:
-        raise RateLimitedError(
-            f"rate limit of {limiter.rate:g} requests/s (burst {limiter.burst}) exceeded; retry in {wait:.2f} s",
-            {"Retry-After": retry_after_header(wait)},
-        )
+    refusal = limits.acquire(principal.rate_key, principal.tenant)
+    if refusal is not None:
+        raise RateLimitedError(refusal.message, {"Retry-After": retry_after_header(refusal.wait)})
     return principal

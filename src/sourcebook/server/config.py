@@ -18,6 +18,10 @@ class ServerSettings(BaseSettings):
     auth: bool = Field(True, description="require an API key; False serves everyone as admin (loopback only)")
     rate_limit_per_second: float = Field(20.0, gt=0, description="requests a key may make per second, sustained")
     rate_limit_burst: int = Field(40, ge=1, description="requests a key may make at once before being limited")
+    tenant_rate_limit_per_second: float = Field(
+        100.0, gt=0, description="requests all keys of a tenant may make per second together, sustained"
+    )
+    tenant_rate_limit_burst: int = Field(200, ge=1, description="requests all keys of a tenant may make at once")
     max_request_bytes: int = Field(1024 * 1024, ge=1024, description="largest request body other than an upload")
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1024, description="largest multipart upload (all files together)")
     max_upload_files: int = Field(100, ge=1, description="most files in one upload request")

@@ -19,7 +19,7 @@ from .config import ServerSettings
 from .errors import ConflictError, RateLimitedError
 from .ingestion import UploadStore, metrics_recorder
 from .metrics import Metrics
-from .ratelimit import RateLimiter
+from .ratelimit import RateLimits
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Service:
     queue: IngestionRunner
     uploads: UploadStore
     metrics: Metrics
-    limiter: RateLimiter
+    limits: RateLimits
     _tenants: dict[str, KnowledgeBase] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _graph_builds: set[str] = field(default_factory=set)
@@ -95,7 +95,7 @@ def get_service(request: Request) -> Service:
 def get_call(request: Request) -> Call:
     service = get_service(request)
     try:
-        principal = authenticate(request, service.keys, service.limiter, service.kb.tenant)
+        principal = authenticate(request, service.keys, service.limits, service.kb.tenant)
     except RateLimitedError:
         service.metrics.rate_limited.inc()
         raise
