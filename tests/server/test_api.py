@@ -336,16 +336,22 @@ def test_openapi_documents_models_and_errors(make_api: ApiFactory) -> None:
     assert "text/event-stream" in schema["paths"]["/v1/ask/stream"]["post"]["responses"]["200"]["content"]
 
 
-def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> None:
+def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 
     from sourcebook import KnowledgeBase
+    from sourcebook.jobs.base import UPLOAD_MISSING
     from sourcebook.server import ServerSettings, create_app
     from sourcebook.server.app import default_upload_dir
     from sourcebook.server.ingestion import UploadStore
     from sourcebook.stores.sqlite import SQLiteKeyStore
     from tests.server.conftest import LiveServer
 
+    # a file in the server's working directory named like the lost upload: never to be read
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    (workdir / "lost.md").write_bytes(b"# Salaries\n\nThe chief executive earns nine million kroner.\n")
+    monkeypatch.chdir(workdir)
     db = str(tmp_path / "kb.db")
     with KnowledgeBase.open(db) as kb:
         keys = SQLiteKeyStore(db)
@@ -354,13 +360,36 @@ def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> No
         acme = kb.for_tenant("acme")
         upload_id = acme.enqueue("lunch.md", "notes").id
         UploadStore(default_upload_dir(kb)).save("acme", upload_id, NOTE)
-        lost_id = acme.enqueue("lost.md", "notes").id  # its bytes are gone too
+        lost_id = acme.enqueue("lost.md", "notes").id  # its bytes are gone
         with LiveServer(create_app(kb, ServerSettings(log_json=False), keys)) as server, \
                 httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {secret}"}, timeout=60) as client:
             uploaded, lost = wait_ready(client, [upload_id, lost_id])
+            leaked = client.post("/v1/search", json={"query": "chief executive salary kroner"}).json()["hits"]
         keys.close()
     assert uploaded["status"] == "ready" and uploaded["chunk_count"] == 1
-    assert lost["status"] == "error" and "lost.md" in lost["error"]
+    assert (lost["status"], lost["error"], lost["chunk_count"]) == ("error", UPLOAD_MISSING[1], 0)
+    assert all("kroner" not in hit["text"] for hit in leaked)
+
+
+def test_an_upload_is_saved_before_its_document_is_recorded(make_api: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sourcebook import KnowledgeBase
+    from sourcebook.ingest import document_id
+
+    api = make_api()
+    saved_at_enqueue: list[bool] = []
+    enqueue = KnowledgeBase.enqueue
+
+    def spy(kb: KnowledgeBase, source: str, collection: str = "default", **kwargs: object):  # type: ignore[no-untyped-def]
+        uploads = Path(f"{api.kb.settings.db}.uploads") / kb.tenant
+        saved_at_enqueue.append((uploads / document_id(collection, source, kb.tenant)).exists())
+        return enqueue(kb, source, collection, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KnowledgeBase, "enqueue", spy)
+    with api.client(api.key()) as client:
+        doc_id = upload(client, [("lunch.md", NOTE)], collection="notes").json()["documents"][0]["id"]
+        assert wait_ready(client, [doc_id])[0]["status"] == "ready"
+    assert saved_at_enqueue == [True]
+    assert not [p for p in Path(f"{api.kb.settings.db}.uploads").rglob("*") if p.name.endswith(".part")]
 
 
 def test_cors_allows_only_the_configured_origins(make_api: ApiFactory) -> None:
