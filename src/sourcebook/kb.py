@@ -323,10 +323,11 @@ class KnowledgeBase:
             raise ChatSessionNotFoundError(f"no chat session {session_id!r}; list them with `sourcebook chat --list`")
         return record
 
-    def create_chat_session(self, title: str = "") -> ChatSessionRecord:
-        """A new, empty, stored session (`chat(id)` then talks in it)."""
+    def create_chat_session(self, title: str = "", collections: Sequence[str] = ()) -> ChatSessionRecord:
+        """A new, empty, stored session (`chat(id)` then talks in it), already used in `collections`
+        (the HTTP API passes its creator's scope: a key granted less never sees it)."""
         session_id = uuid.uuid4().hex[:12]
-        self._store.create_chat_session(session_id, title)
+        self._store.create_chat_session(session_id, title, collections)
         return self.chat_session(session_id)
 
     def delete_chat_session(self, session_id: str) -> None:

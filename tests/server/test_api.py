@@ -404,3 +404,36 @@ def test_cors_allows_only_the_configured_origins(make_api: ApiFactory) -> None:
         assert "access-control-allow-origin" not in refused.headers
         simple = client.get("/healthz", headers={"Origin": "https://kb.example.org"})
         assert "x-request-id" in simple.headers["access-control-expose-headers"].lower()
+
+
+def test_collection_scoped_keys_see_and_touch_only_their_chat_sessions(make_api: ApiFactory) -> None:
+    api = make_api()
+    with api.client(api.key()) as admin:
+        ids = [upload(admin, [("lunch.md", NOTE)], collection="hr").json()["documents"][0]["id"],
+               upload(admin, [("plans.md", b"# Plans\n\nThe merger with Contoso closes in June.\n")],
+                      collection="board").json()["documents"][0]["id"]]
+        wait_ready(admin, ids)
+        everywhere = admin.post("/v1/chat/sessions", json={"title": "merger"}).json()["id"]
+        admin.post(f"/v1/chat/sessions/{everywhere}/messages", json={"content": "When does the merger close?"})
+        in_hr = api.kb.create_chat_session("lunch").id  # its first turn scopes it
+        admin.post(f"/v1/chat/sessions/{in_hr}/messages", json={"content": "What is for lunch?", "collection": "hr"})
+    untouched = api.kb.create_chat_session("not asked yet").id  # used in no collection: any key of the tenant
+    with api.client(api.key("default", "read", "hr")) as reader:
+        own = reader.post("/v1/chat/sessions", json={"title": "soup"}).json()
+        assert own["collections"] == ["hr"]
+        listed = {s["id"]: s["collections"] for s in reader.get("/v1/chat/sessions").json()["sessions"]}
+        assert listed == {own["id"]: ["hr"], in_hr: ["hr"], untouched: []}
+        for denied in (reader.get(f"/v1/chat/sessions/{everywhere}"),
+                       reader.post(f"/v1/chat/sessions/{everywhere}/messages", json={"content": "and in July?"}),
+                       reader.post(f"/v1/chat/sessions/{everywhere}/messages/stream", json={"content": "and in July?"})):
+            assert denied.status_code == 403 and denied.json()["error"]["code"] == "forbidden"
+        assert reader.get(f"/v1/chat/sessions/{in_hr}").json()["session"]["collections"] == ["hr"]
+    with api.client(api.key("default", "write", "hr")) as writer:
+        assert writer.delete(f"/v1/chat/sessions/{everywhere}").status_code == 403
+        assert writer.delete(f"/v1/chat/sessions/{in_hr}").status_code == 204
+    with api.client(api.key("default", "read", "board")) as board:
+        assert board.get(f"/v1/chat/sessions/{own['id']}").status_code == 403
+    with api.client(api.key()) as admin:
+        listed = {s["id"]: s["collections"] for s in admin.get("/v1/chat/sessions").json()["sessions"]}
+        assert listed == {everywhere: ["*"], own["id"]: ["hr"], untouched: []}
+        assert admin.delete(f"/v1/chat/sessions/{everywhere}").status_code == 204

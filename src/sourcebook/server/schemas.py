@@ -208,6 +208,10 @@ class ChatSession(BaseModel):
     created_at: str
     updated_at: str
     message_count: int
+    collections: list[str] = Field(
+        description='the collections the session was used in ("*": every collection); a key sees the session '
+                    "only if it may read all of them (none yet: every key of the tenant)"
+    )
 
 
 class ChatSessionList(BaseModel):
