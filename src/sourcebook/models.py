@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -328,14 +329,45 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def check_metadata(value: Any) -> Any:
+    """`value`, if a store can keep it as JSON and give it back: finite numbers only, text that is
+    valid Unicode (JSON's \\ud800 escape decodes to a lone surrogate UTF-8 cannot encode) without
+    NUL, nesting Python can walk. Raises ValueError saying which rule failed (the API answers 422 with it)."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode (no lone surrogates such as \\ud800)") from None
+    except ValueError:
+        raise ValueError("numbers must be finite (not NaN, Infinity or 1e999)") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if any("\x00" in text for text in _texts(value)):
+        raise ValueError("text must not contain NUL (\\u0000), which Postgres cannot store")
+    return value
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every key and string in a decoded JSON value (check_metadata has bounded its depth)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
 def parse_metadata_value(text: str) -> Any:
     """A `key=value` metadata value as the CLI's --meta and the API's form fields take it: the JSON
     it spells (numbers, true/false, lists keep their type), else the text itself.
 
-    Python's json takes NaN, Infinity and 1e999, which JSON does not and the store refuses, and
-    raises RecursionError on deep nesting: those stay text, so no user input becomes a crash."""
+    Python's json takes NaN, Infinity and 1e999, which JSON does not and the store refuses, raises
+    RecursionError on deep nesting and decodes "\\ud800" to text UTF-8 cannot encode: those stay
+    text, so no user input becomes a crash."""
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        return check_metadata(json.loads(text, parse_float=_finite, parse_constant=_no_constant))
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return text
 

@@ -437,3 +437,38 @@ def test_collection_scoped_keys_see_and_touch_only_their_chat_sessions(make_api:
         listed = {s["id"]: s["collections"] for s in admin.get("/v1/chat/sessions").json()["sessions"]}
         assert listed == {everywhere: ["*"], own["id"]: ["hr"], untouched: []}
         assert admin.delete(f"/v1/chat/sessions/{everywhere}").status_code == 204
+
+
+def test_every_parse_of_user_input_is_a_422_naming_its_field(make_api: ApiFactory) -> None:
+    """Python's json reads NaN, 1e999 (inf) and "\\ud800" (a lone surrogate), and nests until its
+    recursion limit; none may reach a store or a serializer (a 500) from any route."""
+    api = make_api()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    headers = {"content-type": "application/json"}
+    with api.client(api.key()) as client:
+        def raw(path: str, body: bytes):  # type: ignore[no-untyped-def]
+            return client.post(path, content=body, headers=headers)
+
+        cases = [
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": 1e999}}'), "body.metadata"),
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": [NaN]}}'), "body.metadata"),
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": "\\ud800"}}'), "body.metadata"),
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"\\u0000": 1}}'), "body.metadata"),
+            (raw("/v1/search", b'{"query": "x", "metadata": {"x": 1e999}}'), "body.metadata"),
+            (raw("/v1/search", b'{"query": "x", "min_score": NaN}'), "body.min_score"),
+            (raw("/v1/ask", b'{"question": "x", "rewrite": 0}'), "body.rewrite"),
+            (raw("/v1/ask", b'{"question": "x", "rewrite": "yes"}'), "body.rewrite"),
+            (raw("/v1/search", b'{"query": "x", "metadata": {"a": ' + deep + b"}}"), "body"),
+            (upload(client, [("a.md", NOTE)], meta="key=nul\x00"), "meta"),
+            (client.get("/v1/graph/entities", params={"limit": "1e999"}), "query.limit"),
+        ]
+        for response, field in cases:
+            assert response.status_code == 422, response.text
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request" and error["message"].startswith(f"{field}"), error
+        # what the form's meta cannot spell as JSON a store keeps stays text (as the CLI's --meta)
+        odd = {"nested": "[" * 5000 + "]" * 5000, "nan": "NaN", "huge": "1e999", "surrogate": '"\\ud800"'}
+        queued = upload(client, [("odd.md", NOTE)], meta=[f"{k}={v}" for k, v in odd.items()])
+        assert queued.status_code == 202, queued.text
+        document = client.get(f"/v1/documents/{queued.json()['documents'][0]['id']}").json()
+        assert {k: document["metadata"][k] for k in odd} == odd

@@ -72,7 +72,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         # request not matching the schema, so it gets the same status as the others (422).
         status = 422 if exc.status_code == 400 else exc.status_code
         code = _HTTP_CODES.get(status, "http_error")
-        return _error(status, code, str(exc.detail), getattr(exc, "headers", None))
+        message = f"body: {exc.detail} (not JSON or form data this server can read: malformed, or nested too deeply)" \
+            if exc.status_code == 400 else str(exc.detail)
+        return _error(status, code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
