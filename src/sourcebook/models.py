@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -331,8 +330,8 @@ def _no_constant(name: str) -> Any:
 
 def check_metadata(value: Any) -> Any:
     """`value`, if a store can keep it as JSON and give it back: finite numbers only, text that is
-    valid Unicode (JSON's \\ud800 escape decodes to a lone surrogate UTF-8 cannot encode) without
-    NUL, nesting Python can walk. Raises ValueError saying which rule failed (the API answers 422 with it)."""
+    valid Unicode (JSON's \\ud800 escape decodes to a lone surrogate UTF-8 cannot encode), nesting
+    Python can walk. Raises ValueError saying which rule failed (the API answers 422 with it)."""
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
     except UnicodeEncodeError:
@@ -341,22 +340,7 @@ def check_metadata(value: Any) -> Any:
         raise ValueError("numbers must be finite (not NaN, Infinity or 1e999)") from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
-    if any("\x00" in text for text in _texts(value)):
-        raise ValueError("text must not contain NUL (\\u0000), which Postgres cannot store")
     return value
-
-
-def _texts(value: Any) -> Iterator[str]:
-    """Every key and string in a decoded JSON value (check_metadata has bounded its depth)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _texts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _texts(item)
 
 
 def parse_metadata_value(text: str) -> Any:

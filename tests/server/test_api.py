@@ -453,13 +453,11 @@ def test_every_parse_of_user_input_is_a_422_naming_its_field(make_api: ApiFactor
             (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": 1e999}}'), "body.metadata"),
             (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": [NaN]}}'), "body.metadata"),
             (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": "\\ud800"}}'), "body.metadata"),
-            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"\\u0000": 1}}'), "body.metadata"),
             (raw("/v1/search", b'{"query": "x", "metadata": {"x": 1e999}}'), "body.metadata"),
             (raw("/v1/search", b'{"query": "x", "min_score": NaN}'), "body.min_score"),
             (raw("/v1/ask", b'{"question": "x", "rewrite": 0}'), "body.rewrite"),
             (raw("/v1/ask", b'{"question": "x", "rewrite": "yes"}'), "body.rewrite"),
             (raw("/v1/search", b'{"query": "x", "metadata": {"a": ' + deep + b"}}"), "body"),
-            (upload(client, [("a.md", NOTE)], meta="key=nul\x00"), "meta"),
             (client.get("/v1/graph/entities", params={"limit": "1e999"}), "query.limit"),
         ]
         for response, field in cases:

@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...apikeys import Role
 from ...errors import DocumentNotFoundError, FileTooLargeError
-from ...models import DocumentRecord, DocumentStatus, check_metadata, parse_metadata_value
+from ...models import DocumentRecord, DocumentStatus, parse_metadata_value
 from ..context import Call, CallDep
 from ..errors import ConflictError, InvalidRequestError, PayloadTooLargeError
 from ..ingestion import server_may_read
@@ -68,16 +68,11 @@ def _save_upload(call: Call, collection: str, source: str, data: bytes) -> str:
 
 
 def _metadata(pairs: list[str]) -> dict[str, Any]:
-    """`key=value` form fields (as the CLI's --meta): values that parse as JSON keep their type.
-    What no store can keep (a NUL) is the caller's mistake: 422 naming the field."""
+    """`key=value` form fields (as the CLI's --meta): values that parse as JSON keep their type."""
     parsed: dict[str, Any] = {}
     for pair in pairs:
         key, _, value = pair.partition("=")
         parsed[key] = parse_metadata_value(value)
-    try:
-        check_metadata(parsed)
-    except ValueError as exc:
-        raise InvalidRequestError(f"meta: {exc}") from None
     return parsed
 
 
