@@ -481,3 +481,23 @@ def test_405_names_every_method_of_the_path(make_api: ApiFactory) -> None:
             response = client.request(method, path)
             assert (response.status_code, response.headers["allow"]) == (405, allowed)
             assert response.json()["error"]["message"] == f"{method} is not allowed on {path}; allowed: {allowed}"
+
+
+def test_reindex_never_reads_an_upload_name_from_the_servers_directory(
+    make_api: ApiFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = make_api()
+    with api.client(api.key()) as client:
+        doc_id = upload(client, [("lunch.md", NOTE)]).json()["documents"][0]["id"]
+        wait_ready(client, [doc_id])
+        assert client.post(f"/v1/documents/{doc_id}/reindex").status_code == 202  # from its kept upload
+        wait_ready(client, [doc_id])
+        for kept in Path(f"{api.kb.settings.db}.uploads").rglob(doc_id):
+            kept.unlink()  # the upload is gone; a file of its name sits in the server's working directory
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "lunch.md").write_bytes(b"# Salaries\n\nThe chief executive earns nine million kroner.\n")
+        refused = client.post(f"/v1/documents/{doc_id}/reindex")
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "conflict"
+        url_doc = client.post("/v1/documents/urls", json={"urls": ["http://127.0.0.1:9/page.html"]}).json()["documents"][0]["id"]
+        wait_ready(client, [url_doc])
+        assert client.post(f"/v1/documents/{url_doc}/reindex").status_code == 202  # a URL is read again

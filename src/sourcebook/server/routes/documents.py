@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...apikeys import Role
 from ...errors import DocumentNotFoundError, FileTooLargeError
+from ...loaders import is_url
 from ...models import DocumentRecord, DocumentStatus, parse_metadata_value
 from ..context import Call, CallDep
 from ..errors import ConflictError, InvalidRequestError, PayloadTooLargeError
@@ -170,7 +171,7 @@ def reindex_document(document_id: str, call: CallDep) -> DocumentsQueued:
     record = call.kb.document(document_id)
     call.principal.require(Role.WRITE, record.collection)
     data = call.service.uploads.read(call.principal.tenant, record.id)
-    if data is None and not (server_may_read(record.source) and os.path.exists(record.source)):
+    if data is None and not (server_may_read(record.source) and (is_url(record.source) or os.path.exists(record.source))):
         raise ConflictError(f"cannot reindex {record.source!r}: the server has neither its upload nor its file")
     entry = (record.source, data, record.media_type or None)
     return _queue(call, record.collection, record.metadata, [entry])
