@@ -132,6 +132,18 @@ def test_add_reports_failures_per_file_and_exits_nonzero(tmp_path):
         assert name in by_name[name]["error"]
 
 
+def test_add_of_a_missing_file_fails_and_stores_nothing(tmp_path):
+    """A typo in a path must not leave a permanent error document behind."""
+    db = str(tmp_path / "kb.db")
+    missing = str(tmp_path / "nonexistent" / "file.md")
+    added = invoke("--db", db, "add", missing, "--json")
+    assert added.exit_code == 1, added.output
+    [result] = json.loads(added.stdout)["results"]
+    assert (result["action"], result["error_code"], result["document_id"]) == ("failed", "loader_error", None)
+    assert "file not found" in result["error"]
+    assert json.loads(run("--db", db, "list", "--json"))["documents"] == []
+
+
 def test_sync_json(tmp_path, docs_copy):
     db = str(tmp_path / "kb.db")
     first = json.loads(run("--db", db, "sync", str(docs_copy), "--json"))

@@ -274,6 +274,7 @@ def test_bad_inputs_fail_alone_and_change_nothing_stored(tmp_path):
         errors = {Path(d.source).name: d for d in kb.documents(status="error")}
         assert set(errors) >= set(expected)
         assert all(d.error for d in errors.values())
+        assert "missing.md" not in errors and results["missing.md"].document_id is None  # nothing stored
 
 
 def test_unreachable_url_is_a_fetch_error(tmp_path):

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .answering.citations import strip_citations
+from .apikeys import ALL_COLLECTIONS
 from .answering.lexical import content_terms
 from .answering.llm import AnswerStream, UsageLog
 from .answering.prompts import standalone_request
@@ -39,9 +40,11 @@ class ChatStore(Protocol):
 
     def get_chat_session(self, session_id: str) -> ChatSessionRecord | None: ...
 
-    def create_chat_session(self, session_id: str, title: str) -> None: ...
+    def create_chat_session(self, session_id: str, title: str, collections: Sequence[str] = ()) -> None: ...
 
-    def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None: ...
+    def add_chat_message(
+        self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None, collections: Sequence[str] = ()
+    ) -> None: ...
 
     def chat_messages(self, session_id: str) -> list[ChatMessageRecord]: ...
 
@@ -62,6 +65,14 @@ def trim_history(messages: Sequence[Message], budget_tokens: int) -> tuple[Messa
     return tuple(kept)
 
 
+def scope_collections(collection: str | Sequence[str] | None) -> tuple[str, ...]:
+    """What a session records of the collections a turn may search: the names, or "*" for every
+    collection (None), so a key scoped to some collections is shown only sessions within them."""
+    if collection is None:
+        return (ALL_COLLECTIONS,)
+    return (collection,) if isinstance(collection, str) else tuple(collection)
+
+
 def offline_standalone(history: Sequence[Message], question: str) -> str:
     """Without an LLM: the previous question plus a follow-up that cannot stand alone."""
     previous = next((m.content for m in reversed(history) if m.role == "user"), None)
@@ -72,6 +83,8 @@ def offline_standalone(history: Sequence[Message], question: str) -> str:
 
 class ChatSession:
     """One conversation. Created in the store at its first question; resumed by id.
+
+    Each turn adds the collections it searched to the stored session (`scope_collections`).
 
     The knowledge base answers each turn; `chats` keeps the turns (the knowledge base's own store).
     """
@@ -137,7 +150,8 @@ class ChatSession:
         return offline_standalone(history, question)
 
     def _remember(self, question: str, answer: Answer) -> None:
+        scope = scope_collections(self._collection)
         if self._chats.get_chat_session(self.id) is None:
-            self._chats.create_chat_session(self.id, question[:TITLE_CHARS])
-        self._chats.add_chat_message(self.id, "user", question)
+            self._chats.create_chat_session(self.id, question[:TITLE_CHARS], scope)
+        self._chats.add_chat_message(self.id, "user", question, collections=scope)
         self._chats.add_chat_message(self.id, "assistant", answer.answer, answer.to_dict())

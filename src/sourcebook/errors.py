@@ -31,6 +31,12 @@ class LoaderError(SourcebookError):
         super().__init__(f"{source}: {cause}")
 
 
+class SourceNotFoundError(LoaderError):
+    """The named file does not exist: ingestion records nothing for it (a typo must not leave a
+    permanent error document), though a document already queued for it records the failure.
+    Keeps LoaderError's code, which clients already branch on."""
+
+
 class UnsupportedFormatError(LoaderError):
     """No loader handles this kind of source."""
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .chunking import chunk_document
 from .embedders.base import Embedder
-from .errors import DocumentNotFoundError, IngestTimeoutError, SourcebookError, SourceTooLargeError
+from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError
 from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
 from .settings import Settings
@@ -110,8 +110,10 @@ def record_failure(
 ) -> IngestResult:
     """Record a failure. A ready document keeps its chunks and status untouched; one that was
     waiting (queued as pending by the HTTP service or the job queue) records the error its
-    pollers wait for."""
+    pollers wait for; a file that does not exist and was never a document stores nothing."""
     code = getattr(exc, "code", "error")
+    if existing is None and isinstance(exc, SourceNotFoundError):
+        return IngestResult(source, "failed", None, None, 0, 0, str(exc), code)
     if existing is not None and existing.status != DocumentStatus.READY:
         store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
     elif existing is None:

@@ -290,10 +290,15 @@ class KnowledgeBase:
         """Add documents from bytes in hand (uploads): `RawSource.from_bytes(name, data, media_type)`."""
         return self._parts.ingestor().add_raw(raws, collection, metadata)
 
+    def document_id(self, source: str, collection: str = DEFAULT_COLLECTION) -> str:
+        """The id `enqueue` and `add` give `source` in `collection`: the server keeps an upload's
+        bytes under it before recording the document, so no record ever lacks its bytes."""
+        return document_id(collection, source, self.tenant)
+
     def enqueue(self, source: str, collection: str = DEFAULT_COLLECTION, *, metadata: dict[str, Any] | None = None) -> DocumentRecord:
         """Mark `source` pending before a worker ingests it: a new document row, or an existing
         document to process again (it stays searchable with its old chunks meanwhile)."""
-        doc_id = document_id(collection, source, self.tenant)
+        doc_id = self.document_id(source, collection)
         if self._store.get_document(doc_id) is None:
             self._store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
             self._store.upsert_document(
@@ -318,10 +323,11 @@ class KnowledgeBase:
             raise ChatSessionNotFoundError(f"no chat session {session_id!r}; list them with `sourcebook chat --list`")
         return record
 
-    def create_chat_session(self, title: str = "") -> ChatSessionRecord:
-        """A new, empty, stored session (`chat(id)` then talks in it)."""
+    def create_chat_session(self, title: str = "", collections: Sequence[str] = ()) -> ChatSessionRecord:
+        """A new, empty, stored session (`chat(id)` then talks in it), already used in `collections`
+        (the HTTP API passes its creator's scope: a key granted less never sees it)."""
         session_id = uuid.uuid4().hex[:12]
-        self._store.create_chat_session(session_id, title)
+        self._store.create_chat_session(session_id, title, collections)
         return self.chat_session(session_id)
 
     def delete_chat_session(self, session_id: str) -> None:

@@ -329,14 +329,30 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def check_metadata(value: Any) -> Any:
+    """`value`, if a store can keep it as JSON and give it back: finite numbers only, text that is
+    valid Unicode (JSON's \\ud800 escape decodes to a lone surrogate UTF-8 cannot encode), nesting
+    Python can walk. Raises ValueError saying which rule failed (the API answers 422 with it)."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode (no lone surrogates such as \\ud800)") from None
+    except ValueError:
+        raise ValueError("numbers must be finite (not NaN, Infinity or 1e999)") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return value
+
+
 def parse_metadata_value(text: str) -> Any:
     """A `key=value` metadata value as the CLI's --meta and the API's form fields take it: the JSON
     it spells (numbers, true/false, lists keep their type), else the text itself.
 
-    Python's json takes NaN, Infinity and 1e999, which JSON does not and the store refuses, and
-    raises RecursionError on deep nesting: those stay text, so no user input becomes a crash."""
+    Python's json takes NaN, Infinity and 1e999, which JSON does not and the store refuses, raises
+    RecursionError on deep nesting and decodes "\\ud800" to text UTF-8 cannot encode: those stay
+    text, so no user input becomes a crash."""
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        return check_metadata(json.loads(text, parse_float=_finite, parse_constant=_no_constant))
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return text
 

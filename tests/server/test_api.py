@@ -336,16 +336,22 @@ def test_openapi_documents_models_and_errors(make_api: ApiFactory) -> None:
     assert "text/event-stream" in schema["paths"]["/v1/ask/stream"]["post"]["responses"]["200"]["content"]
 
 
-def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> None:
+def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 
     from sourcebook import KnowledgeBase
+    from sourcebook.jobs.base import UPLOAD_MISSING
     from sourcebook.server import ServerSettings, create_app
     from sourcebook.server.app import default_upload_dir
     from sourcebook.server.ingestion import UploadStore
     from sourcebook.stores.sqlite import SQLiteKeyStore
     from tests.server.conftest import LiveServer
 
+    # a file in the server's working directory named like the lost upload: never to be read
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    (workdir / "lost.md").write_bytes(b"# Salaries\n\nThe chief executive earns nine million kroner.\n")
+    monkeypatch.chdir(workdir)
     db = str(tmp_path / "kb.db")
     with KnowledgeBase.open(db) as kb:
         keys = SQLiteKeyStore(db)
@@ -354,13 +360,36 @@ def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path) -> No
         acme = kb.for_tenant("acme")
         upload_id = acme.enqueue("lunch.md", "notes").id
         UploadStore(default_upload_dir(kb)).save("acme", upload_id, NOTE)
-        lost_id = acme.enqueue("lost.md", "notes").id  # its bytes are gone too
+        lost_id = acme.enqueue("lost.md", "notes").id  # its bytes are gone
         with LiveServer(create_app(kb, ServerSettings(log_json=False), keys)) as server, \
                 httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {secret}"}, timeout=60) as client:
             uploaded, lost = wait_ready(client, [upload_id, lost_id])
+            leaked = client.post("/v1/search", json={"query": "chief executive salary kroner"}).json()["hits"]
         keys.close()
     assert uploaded["status"] == "ready" and uploaded["chunk_count"] == 1
-    assert lost["status"] == "error" and "lost.md" in lost["error"]
+    assert (lost["status"], lost["error"], lost["chunk_count"]) == ("error", UPLOAD_MISSING[1], 0)
+    assert all("kroner" not in hit["text"] for hit in leaked)
+
+
+def test_an_upload_is_saved_before_its_document_is_recorded(make_api: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sourcebook import KnowledgeBase
+    from sourcebook.ingest import document_id
+
+    api = make_api()
+    saved_at_enqueue: list[bool] = []
+    enqueue = KnowledgeBase.enqueue
+
+    def spy(kb: KnowledgeBase, source: str, collection: str = "default", **kwargs: object):  # type: ignore[no-untyped-def]
+        uploads = Path(f"{api.kb.settings.db}.uploads") / kb.tenant
+        saved_at_enqueue.append((uploads / document_id(collection, source, kb.tenant)).exists())
+        return enqueue(kb, source, collection, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KnowledgeBase, "enqueue", spy)
+    with api.client(api.key()) as client:
+        doc_id = upload(client, [("lunch.md", NOTE)], collection="notes").json()["documents"][0]["id"]
+        assert wait_ready(client, [doc_id])[0]["status"] == "ready"
+    assert saved_at_enqueue == [True]
+    assert not [p for p in Path(f"{api.kb.settings.db}.uploads").rglob("*") if p.name.endswith(".part")]
 
 
 def test_cors_allows_only_the_configured_origins(make_api: ApiFactory) -> None:
@@ -375,3 +404,100 @@ def test_cors_allows_only_the_configured_origins(make_api: ApiFactory) -> None:
         assert "access-control-allow-origin" not in refused.headers
         simple = client.get("/healthz", headers={"Origin": "https://kb.example.org"})
         assert "x-request-id" in simple.headers["access-control-expose-headers"].lower()
+
+
+def test_collection_scoped_keys_see_and_touch_only_their_chat_sessions(make_api: ApiFactory) -> None:
+    api = make_api()
+    with api.client(api.key()) as admin:
+        ids = [upload(admin, [("lunch.md", NOTE)], collection="hr").json()["documents"][0]["id"],
+               upload(admin, [("plans.md", b"# Plans\n\nThe merger with Contoso closes in June.\n")],
+                      collection="board").json()["documents"][0]["id"]]
+        wait_ready(admin, ids)
+        everywhere = admin.post("/v1/chat/sessions", json={"title": "merger"}).json()["id"]
+        admin.post(f"/v1/chat/sessions/{everywhere}/messages", json={"content": "When does the merger close?"})
+        in_hr = api.kb.create_chat_session("lunch").id  # its first turn scopes it
+        admin.post(f"/v1/chat/sessions/{in_hr}/messages", json={"content": "What is for lunch?", "collection": "hr"})
+    untouched = api.kb.create_chat_session("not asked yet").id  # used in no collection: any key of the tenant
+    with api.client(api.key("default", "read", "hr")) as reader:
+        own = reader.post("/v1/chat/sessions", json={"title": "soup"}).json()
+        assert own["collections"] == ["hr"]
+        listed = {s["id"]: s["collections"] for s in reader.get("/v1/chat/sessions").json()["sessions"]}
+        assert listed == {own["id"]: ["hr"], in_hr: ["hr"], untouched: []}
+        for denied in (reader.get(f"/v1/chat/sessions/{everywhere}"),
+                       reader.post(f"/v1/chat/sessions/{everywhere}/messages", json={"content": "and in July?"}),
+                       reader.post(f"/v1/chat/sessions/{everywhere}/messages/stream", json={"content": "and in July?"})):
+            assert denied.status_code == 403 and denied.json()["error"]["code"] == "forbidden"
+        assert reader.get(f"/v1/chat/sessions/{in_hr}").json()["session"]["collections"] == ["hr"]
+    with api.client(api.key("default", "write", "hr")) as writer:
+        assert writer.delete(f"/v1/chat/sessions/{everywhere}").status_code == 403
+        assert writer.delete(f"/v1/chat/sessions/{in_hr}").status_code == 204
+    with api.client(api.key("default", "read", "board")) as board:
+        assert board.get(f"/v1/chat/sessions/{own['id']}").status_code == 403
+    with api.client(api.key()) as admin:
+        listed = {s["id"]: s["collections"] for s in admin.get("/v1/chat/sessions").json()["sessions"]}
+        assert listed == {everywhere: ["*"], own["id"]: ["hr"], untouched: []}
+        assert admin.delete(f"/v1/chat/sessions/{everywhere}").status_code == 204
+
+
+def test_every_parse_of_user_input_is_a_422_naming_its_field(make_api: ApiFactory) -> None:
+    """Python's json reads NaN, 1e999 (inf) and "\\ud800" (a lone surrogate), and nests until its
+    recursion limit; none may reach a store or a serializer (a 500) from any route."""
+    api = make_api()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    headers = {"content-type": "application/json"}
+    with api.client(api.key()) as client:
+        def raw(path: str, body: bytes):  # type: ignore[no-untyped-def]
+            return client.post(path, content=body, headers=headers)
+
+        cases = [
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": 1e999}}'), "body.metadata"),
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": [NaN]}}'), "body.metadata"),
+            (raw("/v1/documents/urls", b'{"urls": ["https://example.org/a"], "metadata": {"x": "\\ud800"}}'), "body.metadata"),
+            (raw("/v1/search", b'{"query": "x", "metadata": {"x": 1e999}}'), "body.metadata"),
+            (raw("/v1/search", b'{"query": "x", "min_score": NaN}'), "body.min_score"),
+            (raw("/v1/ask", b'{"question": "x", "rewrite": 0}'), "body.rewrite"),
+            (raw("/v1/ask", b'{"question": "x", "rewrite": "yes"}'), "body.rewrite"),
+            (raw("/v1/search", b'{"query": "x", "metadata": {"a": ' + deep + b"}}"), "body"),
+            (client.get("/v1/graph/entities", params={"limit": "1e999"}), "query.limit"),
+        ]
+        for response, field in cases:
+            assert response.status_code == 422, response.text
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request" and error["message"].startswith(f"{field}"), error
+        # what the form's meta cannot spell as JSON a store keeps stays text (as the CLI's --meta)
+        odd = {"nested": "[" * 5000 + "]" * 5000, "nan": "NaN", "huge": "1e999", "surrogate": '"\\ud800"'}
+        queued = upload(client, [("odd.md", NOTE)], meta=[f"{k}={v}" for k, v in odd.items()])
+        assert queued.status_code == 202, queued.text
+        document = client.get(f"/v1/documents/{queued.json()['documents'][0]['id']}").json()
+        assert {k: document["metadata"][k] for k in odd} == odd
+
+
+def test_405_names_every_method_of_the_path(make_api: ApiFactory) -> None:
+    """GET and DELETE /v1/documents/{id} are two routes: Starlette's Allow named only the first's."""
+    api = make_api()
+    with api.client(api.key()) as client:
+        for method, path, allowed in [("OPTIONS", "/v1/documents/x", "DELETE, GET"), ("PATCH", "/v1/documents", "GET, POST"),
+                                      ("PUT", "/v1/search", "POST"), ("OPTIONS", "/v1/chat/sessions/x", "DELETE, GET")]:
+            response = client.request(method, path)
+            assert (response.status_code, response.headers["allow"]) == (405, allowed)
+            assert response.json()["error"]["message"] == f"{method} is not allowed on {path}; allowed: {allowed}"
+
+
+def test_reindex_never_reads_an_upload_name_from_the_servers_directory(
+    make_api: ApiFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = make_api()
+    with api.client(api.key()) as client:
+        doc_id = upload(client, [("lunch.md", NOTE)]).json()["documents"][0]["id"]
+        wait_ready(client, [doc_id])
+        assert client.post(f"/v1/documents/{doc_id}/reindex").status_code == 202  # from its kept upload
+        wait_ready(client, [doc_id])
+        for kept in Path(f"{api.kb.settings.db}.uploads").rglob(doc_id):
+            kept.unlink()  # the upload is gone; a file of its name sits in the server's working directory
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "lunch.md").write_bytes(b"# Salaries\n\nThe chief executive earns nine million kroner.\n")
+        refused = client.post(f"/v1/documents/{doc_id}/reindex")
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "conflict"
+        url_doc = client.post("/v1/documents/urls", json={"urls": ["http://127.0.0.1:9/page.html"]}).json()["documents"][0]["id"]
+        wait_ready(client, [url_doc])
+        assert client.post(f"/v1/documents/{url_doc}/reindex").status_code == 202  # a URL is read again

@@ -290,9 +290,12 @@ def test_a_database_at_migration_3_migrates_to_windows(migrated_postgres_dsn: st
     old = PostgresStore(migrated_postgres_dsn, hnsw=HnswSettings(m=8))
     old.ensure_collection("docs", MODEL, DIM)
     chunks = add_document(old, "old", ["before windows"], vectors=[unit(0.0, 1.0)])
+    old.create_chat_session("asked", "t")
+    old.add_chat_message("asked", "user", "hi", collections=["docs"])
     old.close()
     with psycopg.connect(migrated_postgres_dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE chunk_windows")
+        conn.execute("ALTER TABLE chat_sessions DROP COLUMN collections")  # undo chat_session_collections too
         conn.execute("DELETE FROM schema_migrations WHERE version > 3")
 
     store = PostgresStore(migrated_postgres_dsn)
@@ -309,6 +312,8 @@ def test_a_database_at_migration_3_migrates_to_windows(migrated_postgres_dsn: st
         hits = store.vector_search(unit(1.0), 5, SearchFilter())
         assert [h.chunk_id for h in hits] == ["new#0", "old#0"] and hits[0].score == pytest.approx(1.0)
         assert store.stats()["window_vectors"] == 2 and store.stats()["schema_version"] == SCHEMA_VERSION
+        # a turn taken before sessions recorded their collections may have searched any of them
+        assert store.get_chat_session("asked").collections == ("*",)
     finally:
         store.close()
 

@@ -202,12 +202,15 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
     sqlite_keyword_index.backfill_terms(conn)
     conn.execute("INSERT INTO chat_sessions VALUES ('s1', 'Old chat', ?, ?)", (now, now))
     conn.execute("INSERT INTO chat_messages (session_id, role, content, created_at) VALUES ('s1', 'user', 'hi', ?)", (now,))
+    conn.execute("INSERT INTO chat_sessions VALUES ('s2', 'Never asked', ?, ?)", (now, now))
     conn.execute("INSERT INTO chunk_contexts VALUES ('h', 'gen', 'context', ?)", (now,))
     conn.close()
     with SQLiteStore(path) as store:
         assert [r.chunk_id for r in store.vector_search(np.array([1, 0], dtype=np.float32), 5, EVERYTHING)] == ["d1#0"]
         assert [r.chunk_id for r in store.keyword_search("zebra stripes", 5, EVERYTHING)] == ["d1#0"]
         assert [m.content for m in store.chat_messages("s1")] == ["hi"]
+        # a turn taken before sessions recorded their collections may have searched any of them
+        assert [store.get_chat_session(s).collections for s in ("s1", "s2")] == [("*",), ()]
         assert store.get_chunk_contexts(["h"], "gen") == {"h": "context"}
         assert store.for_tenant("other").list_documents() == []
         store.delete_document("d1")  # the rebuilt foreign keys still cascade

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import FileTooLargeError, LoaderError, UnsupportedFormatError
+from ..errors import FileTooLargeError, LoaderError, SourceNotFoundError, UnsupportedFormatError
 from ..models import ParsedDocument
 from ..settings import Settings
 from .base import Loader, RawSource, bare_media_type, get_loader, supported_extensions
@@ -51,7 +51,7 @@ def _read_file(source: str, limit: int) -> RawSource:
         with path.open("rb") as handle:
             data = handle.read(limit + 1)  # the file may have grown since stat()
     except FileNotFoundError:
-        raise LoaderError(source, "file not found") from None
+        raise SourceNotFoundError(source, "file not found") from None
     except PermissionError:
         raise LoaderError(source, "permission denied") from None
     except OSError as exc:

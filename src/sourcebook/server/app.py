@@ -18,6 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from ..apikeys import KeyStore
 from ..errors import SourcebookError
@@ -35,6 +36,7 @@ from .routes import answers, chat, chat_stream, collections, documents, graph, s
 
 logger = logging.getLogger(__name__)
 
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 _HTTP_CODES = {
     404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
     413: PayloadTooLargeError.code, 415: "unsupported_media_type", 422: "invalid_request",
@@ -52,6 +54,18 @@ def _validation_message(exc: RequestValidationError) -> str:
         where = ".".join(str(p) for p in error.get("loc", ()))
         parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(parts) or "the request does not match the API schema"
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at the request's path. Starlette's 405 names only the
+    methods of the first route matching the path, while GET and DELETE /v1/documents/{id}, say,
+    are two routes: the Allow header must list both. Mounts (the static files) are left out:
+    they take every method and refuse the ones they do not serve themselves."""
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+    return [
+        method for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -72,7 +86,15 @@ def _install_error_handlers(app: FastAPI) -> None:
         # request not matching the schema, so it gets the same status as the others (422).
         status = 422 if exc.status_code == 400 else exc.status_code
         code = _HTTP_CODES.get(status, "http_error")
-        return _error(status, code, str(exc.detail), getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 400:
+            message = f"body: {exc.detail} (not JSON or form data this server can read: malformed, or nested too deeply)"
+        elif exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            message = f"{request.method} is not allowed on {request.url.path}; allowed: {', '.join(allowed)}"
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+        else:
+            message = str(exc.detail)
+        return _error(status, code, message, headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

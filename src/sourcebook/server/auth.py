@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
@@ -17,6 +18,9 @@ from ..apikeys import ALL_COLLECTIONS, ApiKey, KeyStore, Role
 from ..tenants import DEFAULT_TENANT
 from .errors import ForbiddenError, RateLimitedError, UnauthorizedError
 from .ratelimit import RateLimits, retry_after_header
+
+if TYPE_CHECKING:
+    from ..stores.base import ChatSessionRecord
 
 
 def local_key(tenant: str = DEFAULT_TENANT) -> ApiKey:
@@ -50,6 +54,19 @@ class Principal:
         if not any(granted.includes(role) for granted in self.key.grants.values()):
             raise ForbiddenError(f"API key {self.key.prefix or self.key.id} has no {role} role on any collection")
 
+    def require_session(self, role: Role, session: ChatSessionRecord) -> None:
+        """Raise 403 unless the key holds `role` on every collection the chat session was used in
+        ("*": on every collection). A session used in none yet holds only its title: any key of
+        the tenant with `role` somewhere may use it (its first turn scopes it)."""
+        if not session.collections:
+            self.require_somewhere(role)
+        for collection in _granted_names(session):
+            self.require(role, collection)
+
+    def may_see_session(self, session: ChatSessionRecord) -> bool:
+        """Whether the key may read the chat session (what a listing shows)."""
+        return all(self.key.allows(Role.READ, collection) for collection in _granted_names(session))
+
     def read_scope(self, requested: str | Sequence[str] | None) -> list[str] | None:
         """The collections a read may cover: the ones asked for (each must be readable), else all
         the key may read (None = no restriction)."""
@@ -60,6 +77,11 @@ class Principal:
         for name in names:
             self.require(Role.READ, name)
         return names
+
+
+def _granted_names(session: ChatSessionRecord) -> list[str | None]:
+    """A session's collections as grants name them: "*" (every collection) is None."""
+    return [None if name == ALL_COLLECTIONS else name for name in session.collections]
 
 
 def bearer_secret(request: Request) -> str | None:

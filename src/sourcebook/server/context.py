@@ -11,13 +11,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from ..apikeys import KeyStore
-from ..jobs import IngestionRunner, IngestItem, IngestJob
+from ..jobs import IngestionRunner, IngestJob
+from ..jobs.base import UPLOAD_MISSING
 from ..kb import KnowledgeBase
 from ..models import DocumentStatus
 from .auth import Principal, authenticate
 from .config import ServerSettings
 from .errors import ConflictError, RateLimitedError
-from .ingestion import UploadStore, metrics_recorder
+from .ingestion import UploadStore, metrics_recorder, resume_item
 from .metrics import Metrics
 from .ratelimit import RateLimits
 
@@ -65,15 +66,19 @@ class Service:
         """Queue again what a previous run left pending or processing (its queue lived in its memory).
 
         Only right when the runner's jobs do not outlive it (the in-process thread): with a
-        shared, persistent queue the jobs are still in it. Returns how many documents were queued."""
+        shared, persistent queue the jobs are still in it. An upload whose bytes are gone ends in
+        `error` (`UPLOAD_MISSING`): its name is never read from the server's working directory.
+        Returns how many documents were queued."""
         tenants = {self.kb.tenant} | ({key.tenant for key in self.keys.list()} if self.keys else set())
         count = 0
         for tenant in sorted(tenants):
             kb = self.kb_for(tenant)
             for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING):
                 for record in kb.documents(status=status):
-                    upload = self.uploads.path(tenant, record.id)
-                    item = IngestItem(record.id, record.source, str(upload) if upload.exists() else None, record.media_type or None)
+                    item = resume_item(self.uploads, tenant, record)
+                    if item is None:
+                        kb.fail(record.id, UPLOAD_MISSING[1])
+                        continue
                     self.submit(IngestJob(tenant, record.collection, (item,), record.metadata))
                     count += 1
         return count

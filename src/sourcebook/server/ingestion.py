@@ -1,17 +1,20 @@
 """Asynchronous ingestion for the HTTP API: uploads kept on disk, jobs handed to the runner.
 
-An upload request saves the bytes (`UploadStore`), marks each document pending
-(`KnowledgeBase.enqueue`) and submits one `IngestJob` to the knowledge base's ingestion
+An upload request saves the bytes durably (`UploadStore`), then marks each document pending
+(`KnowledgeBase.enqueue`; in that order, so no recorded upload lacks its bytes) and submits one `IngestJob` to the knowledge base's ingestion
 runner (jobs/: a background thread here on SQLite, procrastinate jobs that `sourcebook
 worker` runs on Postgres), then answers 202 at once. `metrics_recorder` counts the outcomes.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
-from ..jobs import JobDone
-from ..models import IngestResult
+from ..jobs import IngestItem, JobDone
+from ..loaders import is_url
+from ..models import DocumentRecord, IngestResult
 from .metrics import Metrics
 
 
@@ -26,12 +29,24 @@ class UploadStore:
         return self.root / tenant / document_id
 
     def save(self, tenant: str, document_id: str, data: bytes) -> Path:
-        """Keep an upload's bytes; returns the file holding them."""
+        """Keep an upload's bytes durably; returns the file holding them.
+
+        Written to a temporary file, synced and renamed, then the folder synced: a reader never
+        sees half a file, and once this returns a crash cannot lose the bytes (the document is
+        recorded only after this, so a recorded upload always has its bytes)."""
         target = self.path(tenant, document_id)
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".part")
-        partial.write_bytes(data)
-        partial.replace(target)  # a reader never sees half a file
+        handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{document_id}.", suffix=".part")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(partial, target)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+        _sync_folder(target.parent)
         return target
 
     def read(self, tenant: str, document_id: str) -> bytes | None:
@@ -46,6 +61,39 @@ class UploadStore:
     def delete_many(self, tenant: str, document_ids: list[str]) -> None:
         for document_id in document_ids:
             self.delete(tenant, document_id)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in `folder` durable (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def server_may_read(source: str) -> bool:
+    """Whether the server may read `source` itself: a URL, or an absolute path that `sourcebook
+    add` recorded. An upload's source is a bare file name, which the server never resolves
+    against its own working directory: its bytes are read from the `UploadStore` or not at all."""
+    return is_url(source) or os.path.isabs(source)
+
+
+def resume_item(uploads: UploadStore, tenant: str, record: DocumentRecord) -> IngestItem | None:
+    """How to ingest again a document a previous run left unfinished: from its kept upload, or
+    from its URL or absolute path; None when there is nothing the server may read (an upload
+    whose bytes are gone), which the caller records as `UPLOAD_MISSING`."""
+    upload = uploads.path(tenant, record.id)
+    if upload.exists():
+        return IngestItem(record.id, record.source, str(upload), record.media_type or None)
+    if server_may_read(record.source):
+        return IngestItem(record.id, record.source, None, record.media_type or None)
+    return None
 
 
 def metrics_recorder(metrics: Metrics) -> JobDone:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import Strict as PydanticStrict
 
-from ..models import DocumentRecord, DocumentStatus
+from ..models import DocumentRecord, DocumentStatus, check_metadata
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 # A question, query or chat message: something other than whitespace (blank text is a 400, so the
@@ -31,6 +32,13 @@ def _not_a_boolean(value: Any) -> Any:
 
 
 NoBool = BeforeValidator(_not_a_boolean)
+Finite = Field(allow_inf_nan=False)
+"""Python's json reads NaN, Infinity and 1e999 (inf), none of them JSON numbers: refused (422)."""
+Boolean = Annotated[bool, PydanticStrict()]
+"""The converse of NoBool: JSON `true`/`false` only, not 0, 1 or "yes" (pydantic's lax mode takes
+them; the schema fuzz run sent `"rewrite": 0`). The JSON Schema stays `{"type": "boolean"}`."""
+JsonMetadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
+"""Free-form metadata a document keeps: JSON a store can hold (finite numbers, valid Unicode)."""
 
 
 class Strict(BaseModel):
@@ -84,7 +92,7 @@ class UrlAdd(Strict):
         min_length=1, max_length=100, description="http(s) URLs to fetch and add"
     )
     collection: CollectionName = "default"
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonMetadata = Field(default_factory=dict)
 
 
 class Chunk(BaseModel):
@@ -111,7 +119,7 @@ class StatusEvent(BaseModel):
 
 # Search -----------------------------------------------------------------------------------
 MetadataFilter = Annotated[
-    dict[Annotated[str, StringConstraints(pattern=r'^[^"\x00]+$')], str | int | float | bool],  # the store refuses " and NUL
+    dict[Annotated[str, StringConstraints(pattern=r'^[^"\x00]+$')], str | int | Annotated[float, Finite] | bool],  # the store refuses " and NUL
     Field(json_schema_extra={"additionalProperties": False}),  # keys not matching the pattern are refused
 ]
 """Exact matches on document metadata: key -> a string, number or boolean."""
@@ -125,7 +133,7 @@ class SearchRequest(Strict):
     collection: Scope = Field(None, description="a collection name or a list of them; default: every one the key may read")
     document_ids: list[str] | None = Field(None, max_length=1000)
     metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
-    min_score: Annotated[float, NoBool] | None = None
+    min_score: Annotated[float, Finite, NoBool] | None = None
     per_document: Annotated[int, Field(ge=0, le=100), NoBool] | None = None
 
 
@@ -162,7 +170,7 @@ class AskRequest(Strict):
     metadata: MetadataFilter | None = Field(None, description="exact-match metadata filter")
     top_k: Annotated[int, Field(ge=1, le=50), NoBool] | None = None
     mode: Literal["retrieval", "full-context", "auto"] | None = None
-    rewrite: bool | None = None
+    rewrite: Boolean | None = None
 
 
 class Citation(BaseModel):
@@ -208,6 +216,10 @@ class ChatSession(BaseModel):
     created_at: str
     updated_at: str
     message_count: int
+    collections: list[str] = Field(
+        description='the collections the session was used in ("*": every collection); a key sees the session '
+                    "only if it may read all of them (none yet: every key of the tenant)"
+    )
 
 
 class ChatSessionList(BaseModel):

@@ -36,6 +36,9 @@ class ChatSessionRecord:
     created_at: str
     updated_at: str
     message_count: int
+    collections: tuple[str, ...] = ()
+    """The collections the session was created and asked in, sorted ("*": every collection), so
+    a collection-scoped API key touches only sessions within its grants; () = none yet."""
 
 
 @dataclass(frozen=True)
@@ -154,25 +157,30 @@ class SearchStore(Protocol):
 
 
 class ChatStore(Protocol):
-    """Stored chat sessions and their turns."""
+    """Stored chat sessions and their turns.
 
-    def create_chat_session(self, session_id: str, title: str) -> None:
-        """Create an empty session. Raises StoreError when the id is taken."""
+    A session carries the collections it was used in (`ChatSessionRecord.collections`): every
+    write adds its `collections` to the session's set, which never shrinks."""
+
+    def create_chat_session(self, session_id: str, title: str, collections: Sequence[str] = ()) -> None:
+        """Create an empty session used in `collections`. Raises StoreError when the id is taken."""
 
     def get_chat_session(self, session_id: str) -> ChatSessionRecord | None: ...
 
     def list_chat_sessions(self) -> list[ChatSessionRecord]:
         """Most recently updated first."""
 
-    def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None:
-        """Append a turn ("user" or "assistant"). Raises ChatSessionNotFoundError for an unknown session."""
+    def add_chat_message(
+        self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None, collections: Sequence[str] = ()
+    ) -> None:
+        """Append a turn ("user" or "assistant") answered from `collections` (added to the session's).
+        Raises ChatSessionNotFoundError for an unknown session."""
 
     def chat_messages(self, session_id: str) -> list[ChatMessageRecord]:
         """The session's turns in order. Raises ChatSessionNotFoundError for an unknown session."""
 
     def delete_chat_session(self, session_id: str) -> None:
         """Remove the session and its turns. Raises ChatSessionNotFoundError for an unknown session."""
-
 
 
 class ContextCache(Protocol):

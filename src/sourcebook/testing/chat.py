@@ -34,6 +34,18 @@ class ChatStoreSuite(StoreFixtures):
         empty_store.delete_chat_session("new")
         assert empty_store.get_chat_session("new") is None and [s.id for s in empty_store.list_chat_sessions()] == ["old"]
 
+    def test_sessions_carry_the_collections_they_were_used_in(self, empty_store: Store) -> None:
+        """What a collection-scoped API key is shown: the set only grows, sorted, without repeats."""
+        empty_store.create_chat_session("bare", "no scope yet")
+        empty_store.create_chat_session("s", "t", ["hr", "eng"])
+        empty_store.add_chat_message("s", "user", "q", collections=["hr", "board"])
+        empty_store.add_chat_message("s", "assistant", "a", {"answer": "a"})
+        assert empty_store.get_chat_session("bare").collections == ()
+        assert empty_store.get_chat_session("s").collections == ("board", "eng", "hr")
+        empty_store.add_chat_message("bare", "user", "q", collections=["*"])
+        assert {s.id: s.collections for s in empty_store.list_chat_sessions()} == {
+            "bare": ("*",), "s": ("board", "eng", "hr")}
+
     def test_unknown_sessions_and_duplicates_are_typed_errors(self, empty_store: Store) -> None:
         empty_store.create_chat_session("s", "t")
         with pytest.raises(StoreError, match="exists already"):

@@ -17,12 +17,13 @@ from ...answering.llm import AnswerStream
 from ..context import Call, CallDep
 from ..schemas import ChatMessageCreate, error_responses, event_stream
 from .answers import ANSWER_EVENTS, answer_events, check_answer_mode
+from .chat import usable_session
 
 router = APIRouter(prefix="/v1/chat/sessions", tags=["chat"])
 
 
 def _start_turn(session_id: str, body: ChatMessageCreate, call: Call) -> AnswerStream:
-    call.kb.chat_session(session_id)  # 404 and 409 before any event is sent
+    usable_session(call, session_id)  # 403, 404 and 409 before any event is sent
     check_answer_mode(call.kb, body.mode)
     scope = call.principal.read_scope(body.collection)
     return call.kb.chat(session_id, mode=body.mode, collection=scope).ask_stream(body.content)

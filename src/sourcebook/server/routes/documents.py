@@ -20,6 +20,7 @@ from ...loaders import is_url
 from ...models import DocumentRecord, DocumentStatus, parse_metadata_value
 from ..context import Call, CallDep
 from ..errors import ConflictError, InvalidRequestError, PayloadTooLargeError
+from ..ingestion import server_may_read
 from ...jobs import IngestItem, IngestJob
 from ..schemas import (
     NAME_PATTERN,
@@ -48,17 +49,23 @@ def _readable(call: Call, document_id: str) -> DocumentRecord:
 
 
 def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[tuple[str, bytes | None, str | None]]) -> DocumentsQueued:
-    """Mark each (source, uploaded bytes or None, media type) pending, keep its bytes, submit one job."""
-    tenant = call.principal.tenant
+    """Keep each (source, uploaded bytes or None, media type)'s bytes, then mark it pending, then
+    submit one job. Bytes first: a restart between the two finds a recorded upload with its bytes,
+    never one without (which the server would otherwise have to guess how to read)."""
     records: list[DocumentRecord] = []
     items: list[IngestItem] = []
     for source, data, media_type in entries:
+        upload = None if data is None else _save_upload(call, collection, source, data)
         record = call.kb.enqueue(source, collection, metadata=metadata)
-        upload = None if data is None else str(call.service.uploads.save(tenant, record.id, data))
         records.append(record)
         items.append(IngestItem(record.id, source, upload, media_type))
-    call.service.submit(IngestJob(tenant, collection, tuple(items), metadata))
+    call.service.submit(IngestJob(call.principal.tenant, collection, tuple(items), metadata))
     return DocumentsQueued(documents=records)
+
+
+def _save_upload(call: Call, collection: str, source: str, data: bytes) -> str:
+    """Save an upload's bytes under the id its document will have; the file holding them."""
+    return str(call.service.uploads.save(call.principal.tenant, call.kb.document_id(source, collection), data))
 
 
 def _metadata(pairs: list[str]) -> dict[str, Any]:
@@ -160,11 +167,11 @@ def delete_document(document_id: str, call: CallDep) -> Response:
     responses=error_responses(403, 404, 409),
 )
 def reindex_document(document_id: str, call: CallDep) -> DocumentsQueued:
-    """Process a document again from its uploaded file, URL or path (say, after a chunking change)."""
+    """Process a document again from its uploaded file, URL or absolute path (say, after a chunking change)."""
     record = call.kb.document(document_id)
     call.principal.require(Role.WRITE, record.collection)
     data = call.service.uploads.read(call.principal.tenant, record.id)
-    if data is None and not is_url(record.source) and not os.path.exists(record.source):
+    if data is None and not (server_may_read(record.source) and (is_url(record.source) or os.path.exists(record.source))):
         raise ConflictError(f"cannot reindex {record.source!r}: the server has neither its upload nor its file")
     entry = (record.source, data, record.media_type or None)
     return _queue(call, record.collection, record.metadata, [entry])

@@ -273,6 +273,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         about="sentence-window vectors of chunks",
     ),
+    Migration(
+        "chat_session_collections",
+        (
+            "ALTER TABLE chat_sessions ADD COLUMN collections text NOT NULL DEFAULT '[]'",
+            # sessions that already have turns searched who knows what: every collection
+            """UPDATE chat_sessions SET collections = '["*"]'
+           WHERE EXISTS (SELECT 1 FROM chat_messages m WHERE m.tenant = chat_sessions.tenant AND m.session_id = chat_sessions.id)""",
+        ),
+        about="the collections a chat session searched (JSON list, '*' = every one), for collection-scoped keys",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ..base import ChatMessageRecord, ChatSessionRecord
@@ -14,13 +15,13 @@ from .dialect import decoded, iso
 class SqlChat(SharedSql):
     """The `ChatStore` role on the store's own tables (chat_sessions, chat_messages)."""
 
-    def create_chat_session(self, session_id: str, title: str) -> None:
+    def create_chat_session(self, session_id: str, title: str, collections: Sequence[str] = ()) -> None:
         stamp = now()
         with self._writing() as sql:
             created = sql.execute(
-                """INSERT INTO chat_sessions (tenant, id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+                """INSERT INTO chat_sessions (tenant, id, title, created_at, updated_at, collections) VALUES (?, ?, ?, ?, ?, ?)
                    ON CONFLICT (tenant, id) DO NOTHING""",
-                (self.tenant, session_id, title, stamp, stamp),
+                (self.tenant, session_id, title, stamp, stamp, json.dumps(sorted(set(collections)))),
             ).rowcount
         if not created:
             raise session_taken(session_id)
@@ -35,24 +36,36 @@ class SqlChat(SharedSql):
     def _chat_sessions(self, where: str, params: tuple[Any, ...]) -> list[ChatSessionRecord]:
         with self._reading() as sql:
             rows = sql.execute(
-                f"""SELECT s.id, s.title, s.created_at, s.updated_at, count(m.seq)
+                f"""SELECT s.id, s.title, s.created_at, s.updated_at, count(m.seq), s.collections
                     FROM chat_sessions s
                     LEFT JOIN chat_messages m ON m.tenant = s.tenant AND m.session_id = s.id
                     WHERE s.tenant = ? {where}
                     GROUP BY s.tenant, s.id ORDER BY s.updated_at DESC, s.id{sql.dialect.collate}""",
                 (self.tenant, *params),
             ).fetchall()
-        return [ChatSessionRecord(id_, title, iso(created), iso(updated), int(count))
-                for id_, title, created, updated, count in rows]
+        return [ChatSessionRecord(id_, title, iso(created), iso(updated), int(count), tuple(json.loads(used)))
+                for id_, title, created, updated, count, used in rows]
 
-    def add_chat_message(self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None) -> None:
+    def add_chat_message(
+        self, session_id: str, role: str, content: str, data: dict[str, Any] | None = None, collections: Sequence[str] = ()
+    ) -> None:
         stamp = now()
         with self._writing() as sql:
+            # the update first: on Postgres it locks the row, so two turns never lose each other's collections
             touched = sql.execute(
                 "UPDATE chat_sessions SET updated_at = ? WHERE tenant = ? AND id = ?", (stamp, self.tenant, session_id)
             ).rowcount
             if not touched:
                 raise no_session(session_id)
+            if collections:
+                (used,) = sql.execute(
+                    "SELECT collections FROM chat_sessions WHERE tenant = ? AND id = ?", (self.tenant, session_id)
+                ).fetchone()
+                merged = sorted({*json.loads(used), *collections})
+                sql.execute(
+                    "UPDATE chat_sessions SET collections = ? WHERE tenant = ? AND id = ?",
+                    (json.dumps(merged), self.tenant, session_id),
+                )
             sql.execute(
                 """INSERT INTO chat_messages (tenant, session_id, role, content, data, created_at)
                    VALUES (?, ?, ?, ?, ?, ?)""",

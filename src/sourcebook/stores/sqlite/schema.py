@@ -189,6 +189,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     )),
     # 7: a chunk's sentence-window vectors (chunking/windows.py), k x dimension float32; NULL = none
     Migration("add_window_vectors", ("ALTER TABLE vectors ADD COLUMN windows BLOB",)),
+    # 8: the collections a chat session searched (a JSON list; "*" = every collection), so a
+    # collection-scoped API key sees only its own sessions; sessions that already have turns
+    # searched who knows what: "*", visible only to keys that may read every collection
+    Migration("chat_session_collections", (
+        "ALTER TABLE chat_sessions ADD COLUMN collections TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(collections))",
+        """UPDATE chat_sessions SET collections = '["*"]'
+           WHERE EXISTS (SELECT 1 FROM chat_messages m WHERE m.tenant = chat_sessions.tenant AND m.session_id = chat_sessions.id)""",
+    )),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
