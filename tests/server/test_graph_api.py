@@ -133,7 +133,7 @@ def test_bad_input_is_4xx(make_api: ApiFactory) -> None:
 
 def test_one_build_per_tenant_at_a_time() -> None:
     """A second build of the same tenant is refused (409) while one runs; other tenants build meanwhile."""
-    service = Service(kb=None, settings=None, keys=None, queue=None, uploads=None, metrics=None, limiter=None)  # type: ignore[arg-type]
+    service = Service(kb=None, settings=None, keys=None, queue=None, uploads=None, metrics=None, limits=None)  # type: ignore[arg-type]
     with service.graph_build("acme"):
         with pytest.raises(ConflictError, match="already running"), service.graph_build("acme"):
             pass
