@@ -30,6 +30,11 @@ _TOKENS_PER_ROW = 64
 activations grow with rows x width^2 (attention), and its arena keeps its high-water mark:
 32 full 256-token chunks took about 220 MB more than 8 did, for no speed gain. So short texts
 (sentence windows) still go 32 at a time, full chunks about 8."""
+_COUNT_BATCH = 1024
+"""Texts per tokenizer call when only counting: large enough for its threads, small enough
+that the encodings alive at once stay a few MB."""
+_SEGMENT_CHARS = 8192
+"""Longest text tokenized whole when counting (a chunk is far shorter)."""
 _CHARS_PER_TOKEN_FLOOR = 3
 """Characters per token assumed when sizing a batch: English runs about 4.5, so this
 over-estimates tokens and errs towards smaller batches."""
@@ -138,6 +143,19 @@ def _bert_graph(bert_dir: Path) -> bytes | str:
     return str(cached)
 
 
+def _segments(text: str) -> Iterator[str]:
+    """`text` cut at whitespace into pieces of about `_SEGMENT_CHARS` (one piece if short;
+    a run without whitespace stays whole)."""
+    start = 0
+    while len(text) - start > _SEGMENT_CHARS:
+        cut = text.rfind(" ", start, start + _SEGMENT_CHARS)
+        if cut <= start:
+            cut = next((i for i in range(start + _SEGMENT_CHARS, len(text)) if text[i].isspace()), len(text))
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 class LocalEmbedder:
     """An `Embedder` running a transformer encoder with onnxruntime.
 
@@ -177,8 +195,26 @@ class LocalEmbedder:
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        """Content tokens of each text, never tokenizing much text at once.
+
+        An `Encoding` holds ids, offsets, token strings and masks: about 1 KB a token, so one
+        2 MB text without sentence ends (counted whole as a sentence) took 400 MB, and its
+        350,000 words counted in one call 650 MB. So a long text is counted as the sum of
+        its whitespace-separated segments (exact for WordPiece and the other models whose
+        pre-tokenizer splits at whitespace), and texts go `_COUNT_BATCH` to a call.
+        """
+        owners: list[int] = []
+        segments: list[str] = []
+        for owner, text in enumerate(texts):
+            for segment in _segments(text):
+                owners.append(owner)
+                segments.append(segment)
+        counts = [0] * len(texts)
+        for first in range(0, len(segments), _COUNT_BATCH):
+            encodings = self._tokenizer.encode_batch(segments[first : first + _COUNT_BATCH], add_special_tokens=False)
+            for owner, encoding in zip(owners[first : first + _COUNT_BATCH], encodings):
+                counts[owner] += len(encoding.ids)
+        return counts
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
