@@ -1,16 +1,16 @@
 """Peak memory and time of ingesting one large plain-text file and one long PDF.
 
 Generates the inputs (plain prose of N MB: random sentences from a small vocabulary, in
-paragraphs; a PDF of N pages rendered with fpdf2, with section headings), then ingests each
-into a fresh knowledge base in a fresh subprocess, so one input's peak cannot hide behind
-another's. Prints peak RSS (resource.getrusage), parse seconds (read + load, measured
+paragraphs; the same words run on, without sentence ends or breaks; a PDF of N pages
+rendered with fpdf2, with section headings), then ingests each into a fresh knowledge base
+in a fresh subprocess, so one input's peak cannot hide behind another's. Prints peak RSS (resource.getrusage), parse seconds (read + load, measured
 alone first) and total seconds (`kb.add`: parse, chunk, embed, write) per input.
 
 `--embedder fake` keeps the real tokenizer (chunking counts real tokens) but returns
 random vectors: the pipeline's own memory and time, without the model's hours on a
 50 MB file (about 600,000 chunk and window texts).
 
-    python bench/ingest_memory.py --text-mb 0.5 2 --pdf-pages 200 [--embedder fake] [--json]
+    python bench/ingest_memory.py --text-mb 0.5 2 --run-on-mb 2 --pdf-pages 200 [--embedder fake] [--json]
 """
 
 from __future__ import annotations
@@ -46,13 +46,16 @@ def _paragraph(rng: random.Random) -> str:
     return " ".join(sentences)
 
 
-def make_text(path: Path, megabytes: float, seed: int = 7) -> Path:
-    """Plain prose of about `megabytes` MB in blank-line separated paragraphs."""
+def make_text(path: Path, megabytes: float, run_on: bool = False, seed: int = 7) -> Path:
+    """Plain prose of about `megabytes` MB in blank-line separated paragraphs; `run_on`: the
+    same words with no sentence ends or line breaks (a dump, a transcript), which the
+    chunker must cut at words."""
     rng = random.Random(seed)
     target, written = int(megabytes * 1024 * 1024), 0
     with open(path, "w", encoding="utf-8") as out:
         while written < target:
-            written += out.write(_paragraph(rng) + "\n\n")
+            paragraph = _paragraph(rng)
+            written += out.write(paragraph.replace(".", "") + " " if run_on else paragraph + "\n\n")
     return path
 
 
@@ -153,6 +156,7 @@ def measure(path: Path, embedder_kind: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text-mb", type=float, nargs="*", default=[2.0, 50.0])
+    parser.add_argument("--run-on-mb", type=float, nargs="*", default=[2.0])
     parser.add_argument("--pdf-pages", type=int, nargs="*", default=[2000])
     parser.add_argument("--embedder", choices=["model", "fake"], default="model")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of a table")
@@ -164,6 +168,9 @@ def main() -> None:
     INPUTS.mkdir(exist_ok=True)
     inputs = [
         path if (path := INPUTS / f"prose-{mb:g}mb.txt").exists() else make_text(path, mb) for mb in args.text_mb
+    ] + [
+        path if (path := INPUTS / f"run-on-{mb:g}mb.txt").exists() else make_text(path, mb, run_on=True)
+        for mb in args.run_on_mb
     ] + [
         path if (path := INPUTS / f"pages-{n}.pdf").exists() else make_pdf(path, n) for n in args.pdf_pages
     ]
