@@ -134,7 +134,7 @@ def _count_together(
         offset += len(m)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Piece:
     """A trimmed span of the document text, its token count, and how to split it further."""
 

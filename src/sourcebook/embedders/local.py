@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,19 @@ from ..errors import ConfigurationError, EmbeddingError
 from .base import ProgressCallback
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_TOKENS_PER_ROW = 64
+"""A batch holds at most `batch_size * _TOKENS_PER_ROW` (estimated) tokens. onnxruntime's
+activations grow with rows x width^2 (attention), and its arena keeps its high-water mark:
+32 full 256-token chunks took about 220 MB more than 8 did, for no speed gain. So short texts
+(sentence windows) still go 32 at a time, full chunks about 8."""
+_COUNT_BATCH = 1024
+"""Texts per tokenizer call when only counting: large enough for its threads, small enough
+that the encodings alive at once stay a few MB."""
+_SEGMENT_CHARS = 8192
+"""Longest text tokenized whole when counting (a chunk is far shorter)."""
+_CHARS_PER_TOKEN_FLOOR = 3
+"""Characters per token assumed when sizing a batch: English runs about 4.5, so this
+over-estimates tokens and errs towards smaller batches."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
@@ -130,6 +143,19 @@ def _bert_graph(bert_dir: Path) -> bytes | str:
     return str(cached)
 
 
+def _segments(text: str) -> Iterator[str]:
+    """`text` cut at whitespace into pieces of about `_SEGMENT_CHARS` (one piece if short;
+    a run without whitespace stays whole)."""
+    start = 0
+    while len(text) - start > _SEGMENT_CHARS:
+        cut = text.rfind(" ", start, start + _SEGMENT_CHARS)
+        if cut <= start:
+            cut = next((i for i in range(start + _SEGMENT_CHARS, len(text)) if text[i].isspace()), len(text))
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 class LocalEmbedder:
     """An `Embedder` running a transformer encoder with onnxruntime.
 
@@ -169,8 +195,26 @@ class LocalEmbedder:
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        """Content tokens of each text, never tokenizing much text at once.
+
+        An `Encoding` holds ids, offsets, token strings and masks: about 1 KB a token, so one
+        2 MB text without sentence ends (counted whole as a sentence) took 400 MB, and its
+        350,000 words counted in one call 650 MB. So a long text is counted as the sum of
+        its whitespace-separated segments (exact for WordPiece and the other models whose
+        pre-tokenizer splits at whitespace), and texts go `_COUNT_BATCH` to a call.
+        """
+        owners: list[int] = []
+        segments: list[str] = []
+        for owner, text in enumerate(texts):
+            for segment in _segments(text):
+                owners.append(owner)
+                segments.append(segment)
+        counts = [0] * len(texts)
+        for first in range(0, len(segments), _COUNT_BATCH):
+            encodings = self._tokenizer.encode_batch(segments[first : first + _COUNT_BATCH], add_special_tokens=False)
+            for owner, encoding in zip(owners[first : first + _COUNT_BATCH], encodings):
+                counts[owner] += len(encoding.ids)
+        return counts
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
@@ -204,8 +248,7 @@ class LocalEmbedder:
             return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: np.ndarray | None = None
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in self._batches(order, texts):
             vectors = self._run([texts[i] for i in batch])
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -214,6 +257,22 @@ class LocalEmbedder:
                 progress(len(batch))
         assert out is not None
         return out
+
+    def _batches(self, order: list[int], texts: list[str]) -> Iterator[list[int]]:
+        """`order` (indexes sorted by text length) cut into batches of at most `batch_size`
+        texts and about `batch_size * _TOKENS_PER_ROW` tokens, so peak memory does not
+        depend on how long the texts are."""
+        budget = self.batch_size * _TOKENS_PER_ROW
+        limit = self.max_tokens + self._specials
+        batch: list[int] = []
+        for index in order:
+            width = min(len(texts[index]) // _CHARS_PER_TOKEN_FLOOR + self._specials, limit)
+            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * width > budget):
+                yield batch
+                batch = []
+            batch.append(index)
+        if batch:
+            yield batch
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._run([text])[0]
