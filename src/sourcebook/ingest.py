@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,8 +26,9 @@ import numpy as np
 from .chunking import chunk_document
 from .embedders.base import Embedder
 from .errors import SourcebookError
-from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
+from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
+from .owners import this_process
 from .settings import Settings
 from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
@@ -66,10 +68,19 @@ def document_id(collection: str, source: str, tenant: str = DEFAULT_TENANT) -> s
 
 
 def normalize_source(source: str) -> str:
-    """Keep the path as the user gave it, minus noise such as './' and '//'."""
-    if source.startswith(("http://", "https://")):
+    """A file's identity: its resolved path (absolute, symlinks resolved), so `add docs/`, `add
+    /home/me/docs` and a link to it name the same documents. URLs pass as they are."""
+    if is_url(source):
         return source
-    return os.path.normpath(source)
+    return str(Path(source).expanduser().resolve())
+
+
+def existing_document(store: DocumentStore, collection: str, source: str) -> tuple[str, DocumentRecord | None]:
+    """The id `source` has in `collection`, and its record if stored: by the derived id, else by
+    source (a document stored under another id keeps it, say one migrated to its resolved path)."""
+    doc_id = document_id(collection, source, store.tenant)
+    existing = store.get_document(doc_id) or store.find_document(collection, source)
+    return (existing.id if existing else doc_id), existing
 
 
 def load_items(sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None) -> Iterator[_Item]:
@@ -220,8 +231,7 @@ class Ingestor:
     def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> IngestResult | None:
         """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
         source, load = item
-        doc_id = document_id(collection, source, self.store.tenant)
-        existing = self.store.get_document(doc_id)
+        doc_id, existing = existing_document(self.store, collection, source)
         try:
             fingerprint, parsed, raw = load()
             if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
@@ -248,6 +258,7 @@ class Ingestor:
             media_type=parsed.media_type,
             metadata={**parsed.metadata, **metadata},
             status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
+            owner=this_process(),
         )
         hashes = [c.content_hash for c in chunks]
         known = self.store.vectors_for_hashes(collection, hashes)
@@ -277,7 +288,7 @@ class Ingestor:
         """Mark the queued documents processing and embed their missing chunks in the worker."""
         queue, self._queue = self._queue, []
         for pending in queue:
-            self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
+            self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING, owner=this_process())
         texts = [text for p in queue for text in p.texts()]
 
         def progress(count: int) -> None:

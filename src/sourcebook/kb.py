@@ -28,7 +28,7 @@ from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
 from .ingest import ProgressHandler, document_id, normalize_source
 from .jobs import IngestionRunner
-from .loaders import RawSource
+from .loaders import READER_METADATA, RawSource, is_url
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -133,13 +133,33 @@ class KnowledgeBase:
     ) -> list[IngestResult]:
         """Make the collection mirror a folder: add new and changed files, remove vanished ones."""
         results = self.add(str(directory), collection, progress=progress)
-        root = os.path.abspath(directory)
+        root = normalize_source(str(directory))
         for record in self._store.list_documents(collection):
             path = record.metadata.get("path")
             if not path or not str(path).startswith(root + os.sep) or os.path.exists(path):
                 continue
             self._store.delete_document(record.id)
             results.append(IngestResult(record.source, "removed", record.id, None, 0, 0))
+        return results
+
+    def repair(self) -> list[IngestResult]:
+        """Finish what interrupted ingestions left (documents whose ingesting process ended,
+        `owners.py`): add each file and URL again, with the metadata it had; one that cannot be
+        read again (gone, an upload, a BEIR record) ends in error with the reason."""
+        results: list[IngestResult] = []
+        groups: dict[tuple[str, str], list[str]] = {}
+        for record in self.documents(status=DocumentStatus.INTERRUPTED):
+            path = record.metadata.get("path")
+            readable = is_url(record.source) or (path == record.source and os.path.isfile(path))
+            if not readable:
+                reason = f"interrupted, and {record.source} cannot be read again; add it again"
+                self._store.set_status(record.id, DocumentStatus.ERROR, reason)
+                results.append(IngestResult(record.source, "failed", record.id, str(DocumentStatus.ERROR), 0, 0, reason, "source_gone"))
+                continue
+            kept = {key: value for key, value in record.metadata.items() if key not in READER_METADATA}
+            groups.setdefault((record.collection, json.dumps(kept, sort_keys=True)), []).append(record.source)
+        for (collection, metadata), sources in groups.items():
+            results += self.add(sources, collection, metadata=json.loads(metadata))
         return results
 
     def remove(self, document: str, collection: str | None = None) -> DocumentRecord:
@@ -158,8 +178,11 @@ class KnowledgeBase:
         if record and (collection is None or record.collection == collection):
             return record
         collections = [collection] if collection else [c.name for c in self._store.collections()]
-        source = normalize_source(document)
-        matches = [r for c in collections if (r := self._store.get_document(document_id(c, source, self.tenant)))]
+        # A file by any spelling (its resolved path), else the name as stored (an upload's, a BEIR id).
+        spellings = dict.fromkeys((normalize_source(document), os.path.normpath(document), document))
+        matches = list({
+            r.id: r for c in collections for source in spellings if (r := self._store.find_document(c, source))
+        }.values())
         if len(matches) == 1:
             return matches[0]
         if not matches:

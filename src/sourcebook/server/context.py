@@ -70,7 +70,7 @@ class Service:
         count = 0
         for tenant in sorted(tenants):
             kb = self.kb_for(tenant)
-            for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING):
+            for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING, DocumentStatus.INTERRUPTED):
                 for record in kb.documents(status=status):
                     upload = self.uploads.path(tenant, record.id)
                     item = IngestItem(record.id, record.source, str(upload) if upload.exists() else None, record.media_type or None)

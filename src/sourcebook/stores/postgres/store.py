@@ -27,7 +27,6 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from ...errors import ConfigurationError, StoreError
-from ...models import DocumentStatus
 from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache
 from ..sql.chat import SqlChat
@@ -171,7 +170,7 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
-            by_status = dict(conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
+            by_status = self._status_counts(Sql(conn, POSTGRES))
             chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
             windows = conn.execute("SELECT count(*) FROM chunk_windows").fetchone()[0]  # type: ignore[index]
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
@@ -183,7 +182,7 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
             "tenant": self.tenant,
             "size_bytes": int(size),
             "schema_version": version,
-            "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
+            "documents": by_status,
             "chunks": chunks,
             "vectors": chunks,
             "window_vectors": windows,

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from ...errors import StoreError
-from ...models import DocumentStatus
 from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache
 from ..sql.chat import SqlChat
@@ -144,9 +143,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
 
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
-            by_status = dict(
-                conn.execute("SELECT status, count(*) FROM documents WHERE tenant = ? GROUP BY status", (self.tenant,))
-            )
+            by_status = self._status_counts(Sql(conn, SQLITE))
             chunks, vectors, windows = conn.execute(
                 """SELECT count(c.seq), count(v.chunk_seq), coalesce(sum(length(v.windows) / length(v.vector)), 0) FROM chunks c
                    JOIN documents d ON d.id = c.document_id LEFT JOIN vectors v ON v.chunk_seq = c.seq
@@ -160,7 +157,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
             "path": self.path,
             "size_bytes": _file_size(self.path),
             "schema_version": SCHEMA_VERSION,
-            "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
+            "documents": by_status,
             "chunks": chunks,
             "vectors": vectors,
             "window_vectors": windows,
