@@ -180,9 +180,8 @@ class KnowledgeBase:
         collections = [collection] if collection else [c.name for c in self._store.collections()]
         # A file by any spelling (its resolved path), else the name as stored (an upload's, a BEIR id).
         spellings = dict.fromkeys((normalize_source(document), os.path.normpath(document), document))
-        matches = list({
-            r.id: r for c in collections for source in spellings if (r := self._store.find_document(c, source))
-        }.values())
+        found = ((self._store.find_document(c, source) for source in spellings) for c in collections)
+        matches = [r for candidates in found if (r := next((r for r in candidates if r), None))]
         if len(matches) == 1:
             return matches[0]
         if not matches:

@@ -18,6 +18,7 @@ from sourcebook.errors import (
     StoreError,
 )
 from sourcebook.models import Chunk, DocumentStatus
+from sourcebook.owners import this_process
 from sourcebook.stores import Store
 
 from .helpers import (
@@ -27,6 +28,7 @@ from .helpers import (
     StoreFixtures,
     add_document,
     add_windowed_document,
+    ended_process_owner,
     ids,
     make_chunks,
     stored_record,
@@ -118,6 +120,36 @@ class DocumentStoreSuite(StoreFixtures):
         assert (record.status, record.error) == (DocumentStatus.ERROR, "parse failed")
         with pytest.raises(DocumentNotFoundError):
             store.set_status("missing", DocumentStatus.READY)
+
+    def test_unfinished_document_of_an_ended_process_reads_interrupted(self, store: Store) -> None:
+        gone = ended_process_owner()
+        store.upsert_document("d1", collection="docs", source="a", title="A", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PENDING, owner=gone)
+        store.upsert_document("d2", collection="docs", source="b", title="B", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PENDING)
+        store.set_status("d2", DocumentStatus.PROCESSING, owner=this_process())
+        add_document(store, "d3", ["ready"])
+        record = stored_record(store, "d1")
+        assert record.status == DocumentStatus.INTERRUPTED and "interrupted" in (record.error or "")
+        assert store.find_document("docs", "a") == record
+        store.set_status("d1", DocumentStatus.PROCESSING, owner=gone)
+        assert stored_record(store, "d1").status == DocumentStatus.INTERRUPTED
+        assert stored_record(store, "d2").status == DocumentStatus.PROCESSING  # its owner, this process, lives
+        assert [d.id for d in store.list_documents(status=DocumentStatus.INTERRUPTED)] == ["d1"]
+        assert [d.id for d in store.list_documents(status=DocumentStatus.PROCESSING)] == ["d2"]
+        counts = store.stats()["documents"]
+        assert (counts["interrupted"], counts["processing"], counts["pending"], counts["ready"]) == (1, 1, 0, 1)
+
+    def test_a_final_status_forgets_the_owner(self, store: Store) -> None:
+        gone = ended_process_owner()
+        store.upsert_document("d1", collection="docs", source="a", title="A", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PROCESSING, owner=gone)
+        store.set_status("d1", DocumentStatus.ERROR, "failed", owner=gone)
+        assert stored_record(store, "d1").status == DocumentStatus.ERROR
+        store.set_status("d1", DocumentStatus.PROCESSING, owner=gone)
+        store.replace_chunks("d1", content_hash="h", title="A", chunks=make_chunks(["x"]), vectors=np.stack([unit(1.0)]))
+        store.set_status("d1", DocumentStatus.PENDING)  # queued again, by no process of this host
+        assert stored_record(store, "d1").status == DocumentStatus.PENDING
 
     def test_upsert_keeps_chunks_and_hash_while_reprocessing(self, store: Store) -> None:
         add_document(store, "d1", ["the original text"], metadata={"v": 1})

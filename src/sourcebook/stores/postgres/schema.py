@@ -275,7 +275,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         "document_processing_owner",
-        ("ALTER TABLE documents ADD COLUMN processing_owner text",),
+        ("ALTER TABLE documents ADD COLUMN IF NOT EXISTS processing_owner text",),
         about="the process ingesting an unfinished document (owners.py): one that ended reads interrupted",
     ),
     Migration(
