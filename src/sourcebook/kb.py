@@ -193,6 +193,11 @@ class KnowledgeBase:
     def chunks(self, document: str, collection: str | None = None) -> list[StoredChunk]:
         return self._store.document_chunks(self.document(document, collection).id)
 
+    def compact(self) -> dict[str, int]:
+        """Drop cached extractions, situating sentences and (SQLite) terms no stored chunk uses,
+        and give the space back: deleting documents keeps them by design (`Store.compact`)."""
+        return self._store.compact()
+
     def status(self) -> dict[str, Any]:
         stats = self._store.stats()
         stats["embedding_model"] = self.settings.embedding_model

@@ -279,4 +279,14 @@ class Store(DocumentStore, SearchStore, ChatStore, ContextCache, GraphStore, Key
     def stats(self) -> dict[str, Any]:
         """Counts by status, chunk and vector counts, the file/DSN and its size."""
 
+    def compact(self) -> dict[str, int]:
+        """Drop what no stored chunk uses any more, and say how much of each went.
+
+        Deleting or re-ingesting a document keeps the tenant's cached graph extractions and
+        situating sentences (adding it back pays no LLM call) and, on SQLite, the shared
+        term list; this drops those rows no live chunk can use and gives the space back (SQLite:
+        VACUUM). Returns counts of "graph_extractions", "chunk_contexts" and "terms"
+        dropped, and "size_bytes_before" / "size_bytes_after".
+        """
+
     def close(self) -> None: ...

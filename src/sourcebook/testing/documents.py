@@ -7,6 +7,7 @@ midway through the write, leaves the document's old chunks exactly as they were.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -273,6 +274,30 @@ class DocumentStoreSuite(StoreFixtures):
         assert [c["name"] for c in stats["collections"]] == ["docs"]
         assert isinstance(stats["size_bytes"], int)
         assert stats["path"]
+
+    def test_compact_drops_only_cache_rows_no_stored_chunk_uses(self, store: Store) -> None:
+        kept = add_document(store, "d1", ["kept text"])
+        gone = add_document(store, "d2", ["deleted text"])
+        enriched = make_chunks(["enriched text"])
+        plain_hash = enriched[0].content_hash  # what enrichment caches a sentence under
+        enriched = [replace(enriched[0], prefix=f"{enriched[0].prefix}\nIt situates the chunk.")]
+        store.upsert_document("d3", collection="docs", source="d3.txt", title="T", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PROCESSING)
+        store.replace_chunks("d3", content_hash="h3", title="T", chunks=enriched, vectors=np.stack([unit(1.0)]))
+        store.put_graph_extractions({c.content_hash: {"n": 1} for c in (*kept, *gone, *enriched)}, "x")
+        store.put_chunk_contexts({plain_hash: "It situates the chunk.", kept[0].content_hash: "k",
+                                  gone[0].content_hash: "g"}, "gen")
+        store.delete_document("d2")
+        assert store.get_graph_extractions([gone[0].content_hash], "x") != {}  # kept by design until compact
+        dropped = store.compact()
+        assert (dropped["graph_extractions"], dropped["chunk_contexts"]) == (1, 1)
+        assert dropped["terms"] >= 0 and dropped["size_bytes_after"] > 0
+        live = [kept[0].content_hash, enriched[0].content_hash]
+        assert set(store.get_graph_extractions([*live, gone[0].content_hash], "x")) == set(live)
+        assert set(store.get_chunk_contexts([plain_hash, kept[0].content_hash, gone[0].content_hash], "gen")) == {
+            plain_hash, kept[0].content_hash}
+        assert ids(store.keyword_search("kept", 5, EVERYTHING)) == ["d1#0"]
+        assert store.compact()["graph_extractions"] == 0
 
     # Copying between stores ------------------------------------------------------------------------
     def test_export_chunks_gives_back_what_was_written(self, store: Store) -> None:

@@ -28,7 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from ...errors import ConfigurationError, StoreError
 from ...tenants import DEFAULT_TENANT, check_tenant
-from ..sql.caches import SqlContextCache
+from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
 from ..sql.dialect import POSTGRES, Dialect, Sql
 from ..sql.graph_read import graph_counts
@@ -190,6 +190,17 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
             "collections": [asdict(info) for info in self.collections()],
         }
 
+    def compact(self) -> dict[str, int]:
+        """See `Store.compact`: the tenant's unused cache rows. Postgres keeps no vocabulary
+        table (postings go with their chunk by ON DELETE CASCADE), and autovacuum reclaims
+        the space of deleted rows, so nothing else is needed here."""
+        with self._read() as conn:
+            before = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
+        with self._write() as conn:
+            dropped = drop_unused_caches(Sql(conn, POSTGRES), self.tenant)
+        with self._read() as conn:
+            after = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
+        return {**dropped, "terms": 0, "size_bytes_before": int(before), "size_bytes_after": int(after)}
 
 
 def open_postgres(url: str, tenant: str = DEFAULT_TENANT) -> PostgresStore:
