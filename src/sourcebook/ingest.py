@@ -75,6 +75,12 @@ def normalize_source(source: str) -> str:
     return str(Path(source).expanduser().resolve())
 
 
+def source_readable(record: DocumentRecord) -> bool:
+    """Whether a document can be read again from its source: a URL, or a file stored under the
+    resolved path its reader recorded; not an upload (its name is no path here) nor a BEIR record."""
+    return is_url(record.source) or record.metadata.get("path") == record.source
+
+
 def existing_document(store: DocumentStore, collection: str, source: str) -> tuple[str, DocumentRecord | None]:
     """The id `source` has in `collection`, and its record if stored: by the derived id, else by
     source (a document stored under another id keeps it, say one migrated to its resolved path)."""

@@ -26,9 +26,9 @@ from .graph.export import FORMATS as GRAPH_FORMATS
 from .graph.export import graph_graphml, graph_json
 from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
-from .ingest import ProgressHandler, document_id, normalize_source
+from .ingest import ProgressHandler, document_id, normalize_source, source_readable
 from .jobs import IngestionRunner
-from .loaders import READER_METADATA, RawSource, is_url
+from .loaders import READER_METADATA, RawSource
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -144,15 +144,14 @@ class KnowledgeBase:
 
     def repair(self) -> list[IngestResult]:
         """Finish what interrupted ingestions left (documents whose ingesting process ended,
-        `owners.py`): add each file and URL again, with the metadata it had; one that cannot be
-        read again (gone, an upload, a BEIR record) ends in error with the reason."""
+        `owners.py`): add each file and URL again, with the metadata it had (a vanished file
+        fails as `add` does, in error with the reason); one that cannot be read again (an
+        upload, a BEIR record) ends in error with the reason."""
         results: list[IngestResult] = []
         groups: dict[tuple[str, str], list[str]] = {}
         for record in self.documents(status=DocumentStatus.INTERRUPTED):
-            path = record.metadata.get("path")
-            readable = is_url(record.source) or (path == record.source and os.path.isfile(path))
-            if not readable:
-                reason = f"interrupted, and {record.source} cannot be read again; add it again"
+            if not source_readable(record):
+                reason = f"interrupted, and {record.source} cannot be read again here; add or upload it again"
                 self._store.set_status(record.id, DocumentStatus.ERROR, reason)
                 results.append(IngestResult(record.source, "failed", record.id, str(DocumentStatus.ERROR), 0, 0, reason, "source_gone"))
                 continue

@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 
 from ..apikeys import KeyStore
 from ..jobs import IngestionRunner, IngestItem, IngestJob
+from ..ingest import source_readable
 from ..kb import KnowledgeBase
 from ..models import DocumentStatus
 from .auth import Principal, authenticate
@@ -73,7 +74,9 @@ class Service:
             for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING, DocumentStatus.INTERRUPTED):
                 for record in kb.documents(status=status):
                     upload = self.uploads.path(tenant, record.id)
-                    item = IngestItem(record.id, record.source, str(upload) if upload.exists() else None, record.media_type or None)
+                    # Never the upload's name as a path here: a missing upload fails (read_uploads).
+                    from_source = not upload.exists() and source_readable(record)
+                    item = IngestItem(record.id, record.source, None if from_source else str(upload), record.media_type or None)
                     self.submit(IngestJob(tenant, record.collection, (item,), record.metadata))
                     count += 1
         return count
