@@ -153,7 +153,7 @@ class KnowledgeBase:
             if not source_readable(record):
                 reason = f"interrupted, and {record.source} cannot be read again here; add or upload it again"
                 self._store.set_status(record.id, DocumentStatus.ERROR, reason)
-                results.append(IngestResult(record.source, "failed", record.id, str(DocumentStatus.ERROR), 0, 0, reason, "source_gone"))
+                results.append(IngestResult(record.source, "failed", record.id, str(DocumentStatus.ERROR), 0, 0, reason, "source_unreadable"))
                 continue
             kept = {key: value for key, value in record.metadata.items() if key not in READER_METADATA}
             groups.setdefault((record.collection, json.dumps(kept, sort_keys=True)), []).append(record.source)
