@@ -34,10 +34,14 @@ def _start_time(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
-@cache
 def this_process() -> str:
-    """This process as an owner: "host/pid/start time"."""
-    return owner_token(socket.gethostname(), os.getpid(), _start_time(os.getpid()))
+    """This process as an owner: "host/pid/start time" (a forked child is a process of its own)."""
+    return _owner_of(os.getpid())
+
+
+@cache
+def _owner_of(pid: int) -> str:
+    return owner_token(socket.gethostname(), pid, _start_time(pid))
 
 
 def owner_token(host: str, pid: int, started: str) -> str:
