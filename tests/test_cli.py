@@ -325,3 +325,15 @@ def test_top_level_help_lists_commands_by_group() -> None:
     positions = [text.index(f"─ {panel} ") for panel in panels]
     assert positions == sorted(positions)
     assert text.index("│ add ") < text.index("─ Questions") < text.index("│ ask ") < text.index("─ Knowledge graph")
+
+
+def test_compact_reports_what_it_dropped(tmp_path):
+    db = str(tmp_path / "kb.db")
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nQuokkas smile at tourists on Rottnest.\n")
+    run("--db", db, "add", str(note))
+    run("--db", db, "remove", str(note))
+    dropped = json.loads(run("--db", db, "compact", "--json"))
+    assert set(dropped) == {"graph_extractions", "chunk_contexts", "terms", "size_bytes_before", "size_bytes_after"}
+    assert dropped["terms"] > 0
+    assert "dropped 0 graph extractions" in run("--db", db, "compact")

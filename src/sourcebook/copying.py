@@ -74,10 +74,14 @@ def _copy_tenant(source: Store, target: Store, report: CopyReport, progress: Pro
 
 
 def _copy_document(source: Store, target: Store, record: DocumentRecord, dimension: int) -> int:
-    """Write the document row, then its chunks and vectors (windows included) in one transaction; returns the chunk count."""
+    """Write the document row, then its chunks and vectors (windows included) in one transaction; returns the chunk count.
+
+    An interrupted document is copied as an error with its reason: no process of the
+    target will ever finish it, and `add` there ingests it again."""
+    status = DocumentStatus.ERROR if record.status == DocumentStatus.INTERRUPTED else record.status
     target.upsert_document(
         record.id, collection=record.collection, source=record.source, title=record.title,
-        media_type=record.media_type, metadata=record.metadata, status=record.status, error=record.error,
+        media_type=record.media_type, metadata=record.metadata, status=status, error=record.error,
     )
     chunks, vectors, windows = source.export_chunks(record.id)
     if record.content_hash is not None:  # it was indexed once (perhaps into no chunks at all)
@@ -85,9 +89,9 @@ def _copy_document(source: Store, target: Store, record: DocumentRecord, dimensi
             vectors = np.zeros((0, dimension), dtype=np.float32)
         target.replace_chunks(record.id, content_hash=record.content_hash, title=record.title,
                               chunks=chunks, vectors=vectors, windows=windows)
-    if record.status != DocumentStatus.READY:
+    if status != DocumentStatus.READY:
         # replace_chunks marks the document ready; a failed re-index keeps its old chunks.
-        target.set_status(record.id, record.status, record.error)
+        target.set_status(record.id, status, record.error)
     return len(chunks)
 
 

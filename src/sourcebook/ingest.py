@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,8 +27,9 @@ import numpy as np
 from .chunking import chunk_document
 from .embedders.base import Embedder
 from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError
-from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
+from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
+from .owners import this_process
 from .settings import Settings
 from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
@@ -70,10 +72,25 @@ def document_id(collection: str, source: str, tenant: str = DEFAULT_TENANT) -> s
 
 
 def normalize_source(source: str) -> str:
-    """Keep the path as the user gave it, minus noise such as './' and '//'."""
-    if source.startswith(("http://", "https://")):
+    """A file's identity: its resolved path (absolute, symlinks resolved), so `add docs/`, `add
+    /home/me/docs` and a link to it name the same documents. URLs pass as they are."""
+    if is_url(source):
         return source
-    return os.path.normpath(source)
+    return str(Path(source).expanduser().resolve())
+
+
+def source_readable(record: DocumentRecord) -> bool:
+    """Whether a document can be read again from its source: a URL, or a file stored under the
+    resolved path its reader recorded; not an upload (its name is no path here) nor a BEIR record."""
+    return is_url(record.source) or record.metadata.get("path") == record.source
+
+
+def existing_document(store: DocumentStore, collection: str, source: str) -> tuple[str, DocumentRecord | None]:
+    """The id `source` has in `collection`, and its record if stored: by the derived id, else by
+    source (a document stored under another id keeps it, say one migrated to its resolved path)."""
+    doc_id = document_id(collection, source, store.tenant)
+    existing = store.get_document(doc_id) or store.find_document(collection, source)
+    return (existing.id if existing else doc_id), existing
 
 
 def load_items(sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None) -> Iterator[_Item]:
@@ -233,9 +250,8 @@ class Ingestor:
     def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> IngestResult | None:
         """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
         source, load = item
-        doc_id = document_id(collection, source, self.store.tenant)
+        doc_id, existing = existing_document(self.store, collection, source)
         deadline = time.monotonic() + self.settings.max_ingest_seconds
-        existing = self.store.get_document(doc_id)
         if existing is None and self.only_existing:
             return IngestResult(source, CANCELLED, doc_id)
         try:
@@ -268,6 +284,7 @@ class Ingestor:
             media_type=parsed.media_type,
             metadata={**parsed.metadata, **metadata},
             status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
+            owner=this_process(),
         )
         hashes = [c.content_hash for c in chunks]
         known = self.store.vectors_for_hashes(collection, hashes)
@@ -343,7 +360,7 @@ class Ingestor:
         queue, self._queue = self._queue, []
         for pending in queue:
             try:
-                self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING)
+                self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING, owner=this_process())
             except DocumentNotFoundError as exc:  # deleted since it was prepared
                 pending.stopped = exc
         texts = [text for p in queue for text in p.texts()]

@@ -26,9 +26,9 @@ from .graph.export import FORMATS as GRAPH_FORMATS
 from .graph.export import graph_graphml, graph_json
 from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
-from .ingest import ProgressHandler, document_id, normalize_source
+from .ingest import ProgressHandler, document_id, normalize_source, source_readable
 from .jobs import IngestionRunner
-from .loaders import RawSource
+from .loaders import READER_METADATA, RawSource
 from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -133,13 +133,32 @@ class KnowledgeBase:
     ) -> list[IngestResult]:
         """Make the collection mirror a folder: add new and changed files, remove vanished ones."""
         results = self.add(str(directory), collection, progress=progress)
-        root = os.path.abspath(directory)
+        root = normalize_source(str(directory))
         for record in self._store.list_documents(collection):
             path = record.metadata.get("path")
             if not path or not str(path).startswith(root + os.sep) or os.path.exists(path):
                 continue
             self._store.delete_document(record.id)
             results.append(IngestResult(record.source, "removed", record.id, None, 0, 0))
+        return results
+
+    def repair(self) -> list[IngestResult]:
+        """Finish what interrupted ingestions left (documents whose ingesting process ended,
+        `owners.py`): add each file and URL again, with the metadata it had (a vanished file
+        fails as `add` does, in error with the reason); one that cannot be read again (an
+        upload, a BEIR record) ends in error with the reason."""
+        results: list[IngestResult] = []
+        groups: dict[tuple[str, str], list[str]] = {}
+        for record in self.documents(status=DocumentStatus.INTERRUPTED):
+            if not source_readable(record):
+                reason = f"interrupted, and {record.source} cannot be read again here; add or upload it again"
+                self._store.set_status(record.id, DocumentStatus.ERROR, reason)
+                results.append(IngestResult(record.source, "failed", record.id, str(DocumentStatus.ERROR), 0, 0, reason, "source_unreadable"))
+                continue
+            kept = {key: value for key, value in record.metadata.items() if key not in READER_METADATA}
+            groups.setdefault((record.collection, json.dumps(kept, sort_keys=True)), []).append(record.source)
+        for (collection, metadata), sources in groups.items():
+            results += self.add(sources, collection, metadata=json.loads(metadata))
         return results
 
     def remove(self, document: str, collection: str | None = None) -> DocumentRecord:
@@ -158,8 +177,10 @@ class KnowledgeBase:
         if record and (collection is None or record.collection == collection):
             return record
         collections = [collection] if collection else [c.name for c in self._store.collections()]
-        source = normalize_source(document)
-        matches = [r for c in collections if (r := self._store.get_document(document_id(c, source, self.tenant)))]
+        # A file by any spelling (its resolved path), else the name as stored (an upload's, a BEIR id).
+        spellings = dict.fromkeys((normalize_source(document), os.path.normpath(document), document))
+        found = ((self._store.find_document(c, source) for source in spellings) for c in collections)
+        matches = [r for candidates in found if (r := next((r for r in candidates if r), None))]
         if len(matches) == 1:
             return matches[0]
         if not matches:
@@ -170,6 +191,11 @@ class KnowledgeBase:
 
     def chunks(self, document: str, collection: str | None = None) -> list[StoredChunk]:
         return self._store.document_chunks(self.document(document, collection).id)
+
+    def compact(self) -> dict[str, int]:
+        """Drop cached extractions, situating sentences and (SQLite) terms no stored chunk uses,
+        and give the space back: deleting documents keeps them by design (`Store.compact`)."""
+        return self._store.compact()
 
     def status(self) -> dict[str, Any]:
         stats = self._store.stats()

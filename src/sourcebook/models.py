@@ -88,6 +88,8 @@ class DocumentStatus(StrEnum):
     PROCESSING = "processing"
     READY = "ready"
     ERROR = "error"
+    INTERRUPTED = "interrupted"
+    """Never stored: a pending or processing document whose owner process has ended (owners.py)."""
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from sourcebook.errors import StoreError
-from sourcebook.models import SearchFilter
+from sourcebook.models import DocumentStatus, SearchFilter
 from sourcebook.stores import open_store
 from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
-from sourcebook.stores.postgres.schema import RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
+from sourcebook.stores.postgres.schema import MIGRATIONS, RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
 from sourcebook.testing.helpers import DIM, MODEL, add_document, make_chunks, unit
 
 ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES)
@@ -339,3 +339,33 @@ def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
     with pytest.raises(StoreError, match="cannot open Postgres store") as caught:
         open_store("postgresql://me:secret@/db?host=/nonexistent-socket-dir&connect_timeout=2")
     assert "secret" not in str(caught.value)
+
+
+def test_file_documents_stored_under_a_typed_spelling_migrate_to_their_resolved_path(migrated_postgres_dsn: str) -> None:
+    """Migration file_source_resolved_path: a file's source becomes the path its reader recorded,
+    its id kept; a URL and a path another document already holds stay as they are."""
+    store = PostgresStore(migrated_postgres_dsn)
+    store.ensure_collection("docs", MODEL, DIM)
+    rows = {  # id -> (source typed, metadata)
+        "typed": ("notes/a.md", {"path": "/srv/notes/a.md"}),
+        "url": ("https://example.org/a", {"path": "/srv/notes/url"}),
+        "twice-typed": ("notes/b.md", {"path": "/srv/notes/b.md"}),
+        "twice-resolved": ("/srv/notes/b.md", {"path": "/srv/notes/b.md"}),
+    }
+    for doc_id, (source, metadata) in rows.items():
+        add_document(store, doc_id, ["text"], metadata=metadata)
+        store.upsert_document(doc_id, collection="docs", source=source, title="T", media_type="text/markdown",
+                              metadata=metadata, status=DocumentStatus.READY)
+    store.close()
+    version = next(i for i, m in enumerate(MIGRATIONS, 1) if m.name == "file_source_resolved_path")
+    with psycopg.connect(migrated_postgres_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version >= %s", (version,))
+
+    store = PostgresStore(migrated_postgres_dsn)
+    try:
+        assert version in store.migration.applied
+        sources = {doc_id: store.get_document(doc_id).source for doc_id in rows}  # type: ignore[union-attr]
+        assert sources == {"typed": "/srv/notes/a.md", "url": "https://example.org/a",
+                           "twice-typed": "notes/b.md", "twice-resolved": "/srv/notes/b.md"}
+    finally:
+        store.close()

@@ -143,6 +143,22 @@ def test_keyword_rows_follow_chunks_exactly(store: SQLiteStore, db_path: Path) -
     assert store.keyword_search("gamma delta", 5, EVERYTHING) == []
 
 
+def test_compact_drops_terms_no_chunk_holds_and_shrinks_the_file(store: SQLiteStore, db_path: Path) -> None:
+    """Deleting keeps the term list (ids stay stable); compact drops the unused terms, and
+    a term added afterwards (maybe under a freed id) is searched right."""
+    put(store, "d1", ["alpha beta"])
+    put(store, "d2", ["gamma delta " * 2000])
+    store.delete_document("d2")
+    assert raw(db_path, "SELECT count(*) FROM terms WHERE term IN ('gamma', 'delta')") == [(2,)]
+    dropped = store.compact()
+    assert dropped["terms"] >= 2 and dropped["size_bytes_after"] <= dropped["size_bytes_before"]
+    assert raw(db_path, "SELECT count(*) FROM terms WHERE term IN ('gamma', 'delta')") == [(0,)]
+    assert [r.chunk_id for r in store.keyword_search("alpha", 5, EVERYTHING)] == ["d1#0"]
+    put(store, "d3", ["epsilon"])
+    assert [r.chunk_id for r in store.keyword_search("epsilon", 5, EVERYTHING)] == ["d3#0"]
+    assert [r.chunk_id for r in store.keyword_search("beta", 5, EVERYTHING)] == ["d1#0"]
+
+
 def test_renamed_document_leaves_no_old_title_in_the_index(store: SQLiteStore, db_path: Path) -> None:
     put(store, "d1", ["body text"], title="Aardvark")
     store.upsert_document("d1", collection="docs", source="d1", title="Badger", media_type="text/plain",

@@ -137,13 +137,26 @@ def remove(
         out.print(f"removed {record.id} ({record.source})", highlight=False)
 
 
-@commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook status", "sourcebook --db kb.db status --json"))
-def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+@commands.command(rich_help_panel=PANEL, epilog=examples(
+    "sourcebook status", "sourcebook --db kb.db status --json", "sourcebook status --repair",
+))
+def status(
+    ctx: typer.Context,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="first finish interrupted documents (their ingesting process ended): add them again",
+    )] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Counts of documents by status, chunks, collections and the database size."""
     with open_kb(ctx, must_exist=True) as kb:
+        repaired = kb.repair() if repair else None
         stats = kb.status()
     if as_json:
-        emit_json(stats)
+        emit_json(stats if repaired is None else {**stats, "repaired": [r.to_dict() for r in repaired]})
         return
+    if repaired is not None:
+        for r in repaired:
+            out.print(f"{r.action} {r.source}" + (f": {r.error}" if r.error else ""), highlight=False)
+        out.print(f"{len(repaired)} interrupted documents repaired", highlight=False)
     for key, value in stats.items():
         out.print(f"[bold]{key}[/bold]: {value}", highlight=False)

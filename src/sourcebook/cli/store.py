@@ -1,7 +1,7 @@
-"""Database commands: `migrate`, `copy` and `postgres start|stop` (the embedded server).
+"""Database commands: `migrate`, `compact`, `copy` and `postgres start|stop` (the embedded server).
 
-They work on stores, not on a knowledge base: no model is loaded. `migrate` and copy's
-TARGET create the database; copy's SOURCE must exist.
+No model is loaded. `migrate` and copy's TARGET create the database; copy's SOURCE and
+compact's knowledge base must exist.
 """
 
 from __future__ import annotations
@@ -14,7 +14,18 @@ import typer
 
 from ..copying import copy_store
 from ..stores import open_store
-from ._common import JsonOpt, check_database, cli_state, emit_json, err, examples, out, progress_bar, require_extra
+from ._common import (
+    JsonOpt,
+    check_database,
+    cli_state,
+    emit_json,
+    err,
+    examples,
+    open_kb,
+    out,
+    progress_bar,
+    require_extra,
+)
 
 PANEL = "Database"
 commands = typer.Typer()
@@ -42,6 +53,24 @@ def migrate(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     else:
         done = f"applied {applied}" if applied else "nothing to apply"
         out.print(f"{result['database']}: schema version {result['schema_version']} ({done})", highlight=False)
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook compact", "sourcebook --db kb.db compact --json"))
+def compact(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Drop cached graph extractions, chunk contexts and terms no stored chunk uses, and reclaim the space.
+
+    Removing a document keeps them on purpose (adding it back costs no LLM call); this is
+    how to let them go."""
+    with open_kb(ctx, must_exist=True) as kb:
+        dropped = kb.compact()
+    if as_json:
+        emit_json(dropped)
+        return
+    out.print(
+        f"dropped {dropped['graph_extractions']} graph extractions, {dropped['chunk_contexts']} chunk contexts, "
+        f"{dropped['terms']} terms; {dropped['size_bytes_before']:,} -> {dropped['size_bytes_after']:,} bytes",
+        highlight=False,
+    )
 
 
 @commands.command(rich_help_panel=PANEL, epilog=examples(

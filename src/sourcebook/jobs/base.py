@@ -192,7 +192,8 @@ def read_uploads(store: Store, job: IngestJob) -> tuple[list[RawSource], list[st
         try:
             data = Path(item.upload).read_bytes()
         except FileNotFoundError:
-            failed += fail_documents(store, (item,), *UPLOAD_MISSING)
+            code, message = UPLOAD_MISSING
+            failed += fail_documents(store, (item,), code, f"{item.source}: {message}")
             continue
         raws.append(RawSource.from_bytes(item.source, data, item.media_type))
     return raws, sources, failed

@@ -36,7 +36,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import SourcebookError
-from ..ingest import IngestEvent, ProgressHandler, document_id, load_items, record_failure
+from ..ingest import IngestEvent, ProgressHandler, existing_document, load_items, record_failure
 from ..loaders import RawSource
 from ..loaders.sources import is_url
 from ..models import DocumentStatus, IngestResult
@@ -140,8 +140,7 @@ class QueueRunner:
         queued: list[JobSpec] = []
         with connect(self.dsn) as conn:
             for source, load in items:
-                doc_id = document_id(collection, source, tenant)
-                existing = store.get_document(doc_id)
+                doc_id, existing = existing_document(store, collection, source)
                 spec = JobSpec(str(uuid.uuid4()), tenant, collection, source, doc_id, metadata,
                                settings.job_attempts, settings.job_retry_delay)
                 payload: Payload = (None, None, {})

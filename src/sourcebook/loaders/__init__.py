@@ -8,10 +8,11 @@
 
 from .base import LOADERS, Loader, RawSource, get_loader, register_loader, supported_extensions
 from .beir import count_beir, iter_beir
-from .sources import expand_sources, is_url, load_source, parse, read_source
+from .sources import READER_METADATA, expand_sources, is_url, load_source, parse, read_source
 
 __all__ = [
     "LOADERS",
+    "READER_METADATA",
     "Loader",
     "RawSource",
     "count_beir",

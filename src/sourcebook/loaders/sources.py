@@ -26,6 +26,10 @@ _GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stre
 
 # --- reading -------------------------------------------------------------------------
 
+READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type"})
+"""Metadata keys reading a file or fetching a URL records (`_read_file`, url.fetch_url): what
+a new read refreshes, unlike the loader's or the user's."""
+
 
 def is_url(source: str) -> bool:
     return "://" in source

@@ -73,7 +73,7 @@ class Service:
         count = 0
         for tenant in sorted(tenants):
             kb = self.kb_for(tenant)
-            for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING):
+            for status in (DocumentStatus.PENDING, DocumentStatus.PROCESSING, DocumentStatus.INTERRUPTED):
                 for record in kb.documents(status=status):
                     item = resume_item(self.uploads, tenant, record)
                     if item is None:

@@ -62,6 +62,8 @@ class DocumentFields(TypedDict):
     metadata: dict[str, Any]
     status: DocumentStatus
     error: NotRequired[str | None]
+    owner: NotRequired[str | None]
+    """The process ingesting it (`owners.this_process()`), kept while pending or processing."""
 
 
 class DocumentStore(Protocol):
@@ -97,7 +99,18 @@ class DocumentStore(Protocol):
         re-processed stays searchable with its old chunks until `replace_chunks`.
         """
 
-    def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None: ...
+    def set_status(
+        self, document_id: str, status: DocumentStatus, error: str | None = None, owner: str | None = None
+    ) -> None:
+        """Record a status (never `interrupted`, which is only read). `owner`, the process that
+        works on the document (`owners.this_process()`), is kept with pending and processing and
+        cleared by any other status, `replace_chunks` included.
+
+        Reads (`get_document`, `find_document`, `list_documents` and its status filter, the
+        counts of `stats`) report a pending or processing document whose owner has ended
+        (`owners.owner_gone`) as `interrupted`, with `owners.interrupted_reason` as its error:
+        status tells the truth after a killed ingestion, before anything repairs it.
+        """
 
     def replace_chunks(
         self,
@@ -273,5 +286,15 @@ class Store(DocumentStore, SearchStore, ChatStore, ContextCache, GraphStore, Key
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """Counts by status, chunk and vector counts, the file/DSN and its size."""
+
+    def compact(self) -> dict[str, int]:
+        """Drop what no stored chunk uses any more, and say how much of each went.
+
+        Deleting or re-ingesting a document keeps the tenant's cached graph extractions and
+        situating sentences (adding it back pays no LLM call) and, on SQLite, the shared
+        term list; this drops those rows no live chunk can use and gives the space back (SQLite:
+        VACUUM). Returns counts of "graph_extractions", "chunk_contexts" and "terms"
+        dropped, and "size_bytes_before" / "size_bytes_after".
+        """
 
     def close(self) -> None: ...

@@ -7,6 +7,7 @@ midway through the write, leaves the document's old chunks exactly as they were.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from sourcebook.errors import (
     StoreError,
 )
 from sourcebook.models import Chunk, DocumentStatus
+from sourcebook.owners import this_process
 from sourcebook.stores import Store
 
 from .helpers import (
@@ -27,6 +29,7 @@ from .helpers import (
     StoreFixtures,
     add_document,
     add_windowed_document,
+    ended_process_owner,
     ids,
     make_chunks,
     stored_record,
@@ -118,6 +121,36 @@ class DocumentStoreSuite(StoreFixtures):
         assert (record.status, record.error) == (DocumentStatus.ERROR, "parse failed")
         with pytest.raises(DocumentNotFoundError):
             store.set_status("missing", DocumentStatus.READY)
+
+    def test_unfinished_document_of_an_ended_process_reads_interrupted(self, store: Store) -> None:
+        gone = ended_process_owner()
+        store.upsert_document("d1", collection="docs", source="a", title="A", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PENDING, owner=gone)
+        store.upsert_document("d2", collection="docs", source="b", title="B", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PENDING)
+        store.set_status("d2", DocumentStatus.PROCESSING, owner=this_process())
+        add_document(store, "d3", ["ready"])
+        record = stored_record(store, "d1")
+        assert record.status == DocumentStatus.INTERRUPTED and "interrupted" in (record.error or "")
+        assert store.find_document("docs", "a") == record
+        store.set_status("d1", DocumentStatus.PROCESSING, owner=gone)
+        assert stored_record(store, "d1").status == DocumentStatus.INTERRUPTED
+        assert stored_record(store, "d2").status == DocumentStatus.PROCESSING  # its owner, this process, lives
+        assert [d.id for d in store.list_documents(status=DocumentStatus.INTERRUPTED)] == ["d1"]
+        assert [d.id for d in store.list_documents(status=DocumentStatus.PROCESSING)] == ["d2"]
+        counts = store.stats()["documents"]
+        assert (counts["interrupted"], counts["processing"], counts["pending"], counts["ready"]) == (1, 1, 0, 1)
+
+    def test_a_final_status_forgets_the_owner(self, store: Store) -> None:
+        gone = ended_process_owner()
+        store.upsert_document("d1", collection="docs", source="a", title="A", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PROCESSING, owner=gone)
+        store.set_status("d1", DocumentStatus.ERROR, "failed", owner=gone)
+        assert stored_record(store, "d1").status == DocumentStatus.ERROR
+        store.set_status("d1", DocumentStatus.PROCESSING, owner=gone)
+        store.replace_chunks("d1", content_hash="h", title="A", chunks=make_chunks(["x"]), vectors=np.stack([unit(1.0)]))
+        store.set_status("d1", DocumentStatus.PENDING)  # queued again, by no process of this host
+        assert stored_record(store, "d1").status == DocumentStatus.PENDING
 
     def test_upsert_keeps_chunks_and_hash_while_reprocessing(self, store: Store) -> None:
         add_document(store, "d1", ["the original text"], metadata={"v": 1})
@@ -241,6 +274,30 @@ class DocumentStoreSuite(StoreFixtures):
         assert [c["name"] for c in stats["collections"]] == ["docs"]
         assert isinstance(stats["size_bytes"], int)
         assert stats["path"]
+
+    def test_compact_drops_only_cache_rows_no_stored_chunk_uses(self, store: Store) -> None:
+        kept = add_document(store, "d1", ["kept text"])
+        gone = add_document(store, "d2", ["deleted text"])
+        enriched = make_chunks(["enriched text"])
+        plain_hash = enriched[0].content_hash  # what enrichment caches a sentence under
+        enriched = [replace(enriched[0], prefix=f"{enriched[0].prefix}\nIt situates the chunk.")]
+        store.upsert_document("d3", collection="docs", source="d3.txt", title="T", media_type="text/plain",
+                              metadata={}, status=DocumentStatus.PROCESSING)
+        store.replace_chunks("d3", content_hash="h3", title="T", chunks=enriched, vectors=np.stack([unit(1.0)]))
+        store.put_graph_extractions({c.content_hash: {"n": 1} for c in (*kept, *gone, *enriched)}, "x")
+        store.put_chunk_contexts({plain_hash: "It situates the chunk.", kept[0].content_hash: "k",
+                                  gone[0].content_hash: "g"}, "gen")
+        store.delete_document("d2")
+        assert store.get_graph_extractions([gone[0].content_hash], "x") != {}  # kept by design until compact
+        dropped = store.compact()
+        assert (dropped["graph_extractions"], dropped["chunk_contexts"]) == (1, 1)
+        assert dropped["terms"] >= 0 and dropped["size_bytes_after"] > 0
+        live = [kept[0].content_hash, enriched[0].content_hash]
+        assert set(store.get_graph_extractions([*live, gone[0].content_hash], "x")) == set(live)
+        assert set(store.get_chunk_contexts([plain_hash, kept[0].content_hash, gone[0].content_hash], "gen")) == {
+            plain_hash, kept[0].content_hash}
+        assert ids(store.keyword_search("kept", 5, EVERYTHING)) == ["d1#0"]
+        assert store.compact()["graph_extractions"] == 0
 
     # Copying between stores ------------------------------------------------------------------------
     def test_export_chunks_gives_back_what_was_written(self, store: Store) -> None:

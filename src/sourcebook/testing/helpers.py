@@ -6,12 +6,16 @@ same documents the suites build.
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 from sourcebook.models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter
+from sourcebook.owners import owner_token
 from sourcebook.stores import Store
 
 DIM = 4
@@ -107,3 +111,10 @@ def search(store: Store, mode: str, filters: SearchFilter, k: int = 50) -> list[
     if mode == "keyword":
         return store.keyword_search("shared", k, filters)
     return store.vector_search(unit(1.0), k, filters)
+
+
+def ended_process_owner() -> str:
+    """The owner token of a process of this host that has ended (a document it held is interrupted)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return owner_token(socket.gethostname(), child.pid, "")

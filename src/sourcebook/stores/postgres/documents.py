@@ -107,7 +107,7 @@ class PostgresDocuments(SqlDocuments):
             conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
             _copy_chunks(conn, document_id, collection, title, chunks, vectors, windows)
             conn.execute(
-                """UPDATE documents SET status = 'ready', error = NULL, chunk_count = %s, content_hash = %s,
+                """UPDATE documents SET status = 'ready', error = NULL, processing_owner = NULL, chunk_count = %s, content_hash = %s,
                           title = %s, updated_at = %s WHERE id = %s""",
                 (len(chunks), content_hash, title, now(), document_id),
             )

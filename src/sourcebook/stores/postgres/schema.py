@@ -283,6 +283,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         about="the collections a chat session searched (JSON list, '*' = every one), for collection-scoped keys",
     ),
+    Migration(
+        "document_processing_owner",
+        ("ALTER TABLE documents ADD COLUMN IF NOT EXISTS processing_owner text",),
+        about="the process ingesting an unfinished document (owners.py): one that ended reads interrupted",
+    ),
+    Migration(
+        "file_source_resolved_path",
+        (
+            """UPDATE documents SET source = metadata->>'path'
+               WHERE id IN (
+                   SELECT min(id) FROM documents
+                   WHERE metadata->>'path' IS NOT NULL AND source NOT LIKE '%://%'
+                   GROUP BY tenant, collection, metadata->>'path'
+                   HAVING bool_and(source <> metadata->>'path'))
+               AND NOT EXISTS (SELECT 1 FROM documents other WHERE other.tenant = documents.tenant
+                               AND other.collection = documents.collection
+                               AND other.source = documents.metadata->>'path')""",
+        ),
+        about="a file's identity is its resolved path: documents stored under a typed spelling take it",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

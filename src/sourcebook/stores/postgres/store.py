@@ -27,9 +27,8 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from ...errors import ConfigurationError, StoreError
-from ...models import DocumentStatus
 from ...tenants import DEFAULT_TENANT, check_tenant
-from ..sql.caches import SqlContextCache
+from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
 from ..sql.dialect import POSTGRES, Dialect, Sql
 from ..sql.graph_read import graph_counts
@@ -171,7 +170,7 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
     # Housekeeping --------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
-            by_status = dict(conn.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
+            by_status = self._status_counts(Sql(conn, POSTGRES))
             chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
             windows = conn.execute("SELECT count(*) FROM chunk_windows").fetchone()[0]  # type: ignore[index]
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
@@ -183,7 +182,7 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
             "tenant": self.tenant,
             "size_bytes": int(size),
             "schema_version": version,
-            "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
+            "documents": by_status,
             "chunks": chunks,
             "vectors": chunks,
             "window_vectors": windows,
@@ -191,6 +190,17 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
             "collections": [asdict(info) for info in self.collections()],
         }
 
+    def compact(self) -> dict[str, int]:
+        """See `Store.compact`: the tenant's unused cache rows. Postgres keeps no vocabulary
+        table (postings go with their chunk by ON DELETE CASCADE), and autovacuum reclaims
+        the space of deleted rows, so nothing else is needed here."""
+        with self._read() as conn:
+            before = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
+        with self._write() as conn:
+            dropped = drop_unused_caches(Sql(conn, POSTGRES), self.tenant)
+        with self._read() as conn:
+            after = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
+        return {**dropped, "terms": 0, "size_bytes_before": int(before), "size_bytes_after": int(after)}
 
 
 def open_postgres(url: str, tenant: str = DEFAULT_TENANT) -> PostgresStore:

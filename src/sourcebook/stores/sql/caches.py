@@ -3,6 +3,10 @@
 `chunk_contexts` holds situating sentences (enrichment.py) and `graph_extractions` a
 chunk's extracted entities and relations (graph/builder.py), each by the content hash of
 the chunk and the generator or extractor that wrote it, per tenant.
+
+Deleting or changing a document leaves its cache rows (re-adding it should not pay the LLM
+again); `drop_unused_caches` is what `Store.compact` runs to drop those no stored chunk
+can use any more.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ...models import sha256_text
 from ..common import now
 from .base import SharedSql
-from .dialect import decoded
+from .dialect import Sql, decoded
+
+_TENANT_CHUNKS = "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.tenant = ?"
 
 
 class SqlContextCache(SharedSql):
@@ -59,3 +66,28 @@ class SqlExtractionCache(SharedSql):
                    ON CONFLICT (tenant, chunk_hash, extractor) DO UPDATE SET data = excluded.data""",
                 [(self.tenant, h, extractor, json.dumps(data), stamp) for h, data in extractions.items()],
             )
+
+
+def drop_unused_caches(sql: Sql, tenant: str) -> dict[str, int]:
+    """Delete the tenant's cache rows no stored chunk uses; how many of each went.
+
+    An extraction is keyed by the stored chunk's own hash (graph/builder.py). A situating
+    sentence is keyed by the hash of the chunk before enrichment added it to the prefix, so
+    a stored chunk may use the row keyed by its own hash or by its hash without the prefix's
+    last line (the sentence, one line: enrichment.py)."""
+    extractions = sql.execute(
+        f"DELETE FROM graph_extractions WHERE tenant = ? AND chunk_hash NOT IN (SELECT c.content_hash {_TENANT_CHUNKS})",
+        (tenant, tenant),
+    ).rowcount
+    live: set[str] = set()
+    for content_hash, prefix, text in sql.execute(f"SELECT c.content_hash, c.prefix, c.text {_TENANT_CHUNKS}", (tenant,)):
+        plain_prefix = prefix.rsplit("\n", 1)[0] if "\n" in prefix else ""
+        live.update((content_hash, sha256_text(f"{plain_prefix}\n{text}" if plain_prefix else text)))
+    cached = {row[0] for row in sql.execute("SELECT chunk_hash FROM chunk_contexts WHERE tenant = ?", (tenant,))}
+    unused = cached - live
+    if unused:
+        sql.execute(
+            f"DELETE FROM chunk_contexts WHERE tenant = ? AND {sql.dialect.any_of('chunk_hash')}",
+            (tenant, sql.dialect.values(sorted(unused))),
+        )
+    return {"graph_extractions": int(extractions), "chunk_contexts": len(unused)}

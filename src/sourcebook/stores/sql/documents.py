@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...models import Chunk, DocumentRecord, DocumentStatus, StoredChunk
+from ...owners import interrupted_reason, owner_gone
 from ..base import CollectionInfo
 from ..common import (
     check_chunks_and_vectors,
@@ -30,26 +31,39 @@ from .dialect import Sql, decoded, iso
 
 DOCUMENT_COLUMNS = (
     "id, collection, source, title, media_type, status, error, chunk_count, content_hash, "
-    "metadata, created_at, updated_at"
+    "metadata, created_at, updated_at, processing_owner"
 )
 STORED_CHUNK_SELECT = (
     "SELECT c.id, c.document_id, d.collection, d.source, d.title, c.position, c.text, "
     "c.heading_path, c.page, c.prefix FROM chunks c JOIN documents d ON d.id = c.document_id"
 )
 UPSERT_DOCUMENT = """INSERT INTO documents (id, tenant, collection, source, title, media_type, status, error,
-                                            metadata, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            metadata, created_at, updated_at, processing_owner)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (id) DO UPDATE SET
         collection = excluded.collection, source = excluded.source,
         title = excluded.title, media_type = excluded.media_type,
         status = excluded.status, error = excluded.error,
-        metadata = excluded.metadata, updated_at = excluded.updated_at"""
+        metadata = excluded.metadata, updated_at = excluded.updated_at,
+        processing_owner = excluded.processing_owner"""
 """The upsert `_upsert_document_row` runs (parameters in its column order)."""
 
 
+UNFINISHED = (DocumentStatus.PENDING.value, DocumentStatus.PROCESSING.value)
+"""The stored statuses an owner process holds until the document is ready or failed."""
+
+
+def owned_status(status: str, owner: str | None) -> str | None:
+    """The owner to store with `status`: only an unfinished document has one (else None)."""
+    return owner if DocumentStatus(status).value in UNFINISHED else None
+
+
 def document_record(row: Sequence[Any]) -> DocumentRecord:
+    """A row of DOCUMENT_COLUMNS; an unfinished document whose owner has ended reads `interrupted`."""
     (id_, collection, source, title, media_type, status, error, chunk_count, content_hash,
-     metadata, created_at, updated_at) = row
+     metadata, created_at, updated_at, owner) = row
+    if status in UNFINISHED and owner_gone(owner):
+        status, error = DocumentStatus.INTERRUPTED, interrupted_reason(owner)
     return DocumentRecord(
         id=id_, collection=collection, source=source, title=title, media_type=media_type,
         status=DocumentStatus(status), error=error, chunk_count=chunk_count, content_hash=content_hash,
@@ -122,20 +136,42 @@ class SqlDocuments(SharedSql):
     def list_documents(
         self, collection: str | None = None, status: DocumentStatus | None = None
     ) -> list[DocumentRecord]:
-        conditions = {
-            "tenant = ?": self.tenant,
-            "collection = ?": collection,
-            "status = ?": None if status is None else DocumentStatus(status).value,
-        }
-        used = {condition: value for condition, value in conditions.items() if value is not None}
+        """Filtering by `status` reads the status as `document_record` derives it: `interrupted`
+        selects the unfinished documents whose owner has ended, `processing` the others."""
+        wanted = None if status is None else DocumentStatus(status)
+        stored = UNFINISHED if wanted in (DocumentStatus.INTERRUPTED, *UNFINISHED) else (wanted,)
         with self._reading() as sql:
+            conditions = {
+                "tenant = ?": self.tenant,
+                "collection = ?": collection,
+                sql.dialect.any_of("status"): None if wanted is None else sql.dialect.values(stored),
+            }
+            used = {condition: value for condition, value in conditions.items() if value is not None}
             collate = sql.dialect.collate
             rows = sql.execute(
                 f"""SELECT {DOCUMENT_COLUMNS} FROM documents WHERE {' AND '.join(used)}
                     ORDER BY collection{collate}, source{collate}""",
                 tuple(used.values()),
             ).fetchall()
-        return [document_record(row) for row in rows]
+        records = [document_record(row) for row in rows]
+        return records if wanted is None else [r for r in records if r.status == wanted]
+
+    def _status_counts(self, sql: Sql) -> dict[str, int]:
+        """Documents of the tenant by status, as `document_record` reads them (for `stats`)."""
+        counts = {status.value: 0 for status in DocumentStatus}
+        for status, count in sql.execute(
+            "SELECT status, count(*) FROM documents WHERE tenant = ? GROUP BY status", (self.tenant,)
+        ).fetchall():
+            counts[status] += int(count)
+        owners = sql.execute(
+            "SELECT status, processing_owner FROM documents WHERE tenant = ? AND processing_owner IS NOT NULL",
+            (self.tenant,),
+        ).fetchall()
+        for status, owner in owners:
+            if status in UNFINISHED and owner_gone(owner):
+                counts[status] -= 1
+                counts[DocumentStatus.INTERRUPTED.value] += 1
+        return counts
 
     def upsert_document(
         self,
@@ -148,6 +184,7 @@ class SqlDocuments(SharedSql):
         metadata: dict[str, Any],
         status: DocumentStatus,
         error: str | None = None,
+        owner: str | None = None,
     ) -> None:
         """See `DocumentStore.upsert_document`; metadata values JSON cannot hold (dates) are stored as text."""
         stamp = now()
@@ -164,7 +201,7 @@ class SqlDocuments(SharedSql):
                 raise source_taken(source, collection, taken[0])
             self._upsert_document_row(sql, (
                 document_id, self.tenant, collection, source, title, media_type, DocumentStatus(status).value,
-                error, json.dumps(metadata, default=str), stamp, stamp,
+                error, json.dumps(metadata, default=str), stamp, stamp, owned_status(status, owner),
             ))
 
     def replace_chunks(
@@ -181,11 +218,14 @@ class SqlDocuments(SharedSql):
         check_chunks_and_vectors(chunks, vectors)
         self._replace_chunks(document_id, content_hash, title, chunks, vectors, check_windows(chunks, vectors, windows))
 
-    def set_status(self, document_id: str, status: DocumentStatus, error: str | None = None) -> None:
+    def set_status(
+        self, document_id: str, status: DocumentStatus, error: str | None = None, owner: str | None = None
+    ) -> None:
         with self._writing() as sql:
             updated = sql.execute(
-                "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ? AND tenant = ?",
-                (DocumentStatus(status).value, error, now(), document_id, self.tenant),
+                """UPDATE documents SET status = ?, error = ?, processing_owner = ?, updated_at = ?
+                   WHERE id = ? AND tenant = ?""",
+                (DocumentStatus(status).value, error, owned_status(status, owner), now(), document_id, self.tenant),
             ).rowcount
         if not updated:
             raise not_found(document_id)

@@ -70,7 +70,7 @@ class SQLiteDocuments(SqlDocuments):
             _delete_chunk_rows(conn, document_id)
             _insert_chunk_rows(conn, document_id, title, chunks, vectors, windows)
             conn.execute(
-                """UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, content_hash = ?,
+                """UPDATE documents SET status = 'ready', error = NULL, processing_owner = NULL, chunk_count = ?, content_hash = ?,
                           title = ?, updated_at = ? WHERE id = ?""",
                 (len(chunks), content_hash, title, now(), document_id),
             )

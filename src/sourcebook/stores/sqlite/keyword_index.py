@@ -47,6 +47,19 @@ def index_terms(conn: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> N
     )
 
 
+def drop_unused_terms(conn: sqlite3.Connection) -> int:
+    """Delete the vocabulary's terms no chunk of any tenant holds (the table is shared); how many.
+
+    A deleted id may be given to a new term later, which is safe: no chunk holds it, and
+    the caller bumps the generation so in-memory indexes reload the vocabulary."""
+    used: set[int] = set()
+    for (term_ids,) in conn.execute("SELECT term_ids FROM chunk_terms"):
+        used.update(np.frombuffer(term_ids, dtype=np.int32).tolist())
+    unused = [term_id for (term_id,) in conn.execute("SELECT id FROM terms") if term_id not in used]
+    conn.executemany("DELETE FROM terms WHERE id = ?", [(term_id,) for term_id in unused])
+    return len(unused)
+
+
 def _term_ids(conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
     """Ids of `terms` in the vocabulary table, adding the new ones."""
     conn.executemany("INSERT OR IGNORE INTO terms (term) VALUES (?)", [(t,) for t in terms])

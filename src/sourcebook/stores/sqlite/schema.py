@@ -197,6 +197,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         """UPDATE chat_sessions SET collections = '["*"]'
            WHERE EXISTS (SELECT 1 FROM chat_messages m WHERE m.tenant = chat_sessions.tenant AND m.session_id = chat_sessions.id)""",
     )),
+    # 9: the process ingesting an unfinished document (owners.py): one that ended reads `interrupted`
+    Migration("document_processing_owner", ("ALTER TABLE documents ADD COLUMN processing_owner TEXT",)),
+    # 10: a file's identity is its resolved path (ingest.normalize_source): documents stored under
+    # the spelling the user typed take the resolved path their reader recorded, unless another
+    # document of the collection already has it (a folder stored twice keeps both rows).
+    Migration("file_source_resolved_path", (
+        """UPDATE documents SET source = json_extract(metadata, '$.path')
+           WHERE id IN (
+               SELECT min(id) FROM documents
+               WHERE json_extract(metadata, '$.path') IS NOT NULL AND source NOT LIKE '%://%'
+               GROUP BY tenant, collection, json_extract(metadata, '$.path')
+               HAVING sum(source = json_extract(metadata, '$.path')) = 0)
+           AND NOT EXISTS (SELECT 1 FROM documents other WHERE other.tenant = documents.tenant
+                           AND other.collection = documents.collection
+                           AND other.source = json_extract(documents.metadata, '$.path'))""",
+    )),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -26,18 +26,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from ...errors import StoreError
-from ...models import DocumentStatus
 from ...tenants import DEFAULT_TENANT, check_tenant
-from ..sql.caches import SqlContextCache
+from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
 from ..sql.dialect import SQLITE, Dialect, Sql
 from ..sql.graph_read import graph_counts
 from .documents import SQLiteDocuments
 from .graph import SQLiteGraph
 from .keys import SQLiteKeyStore
-from .keyword_index import KeywordIndex
+from .keyword_index import KeywordIndex, drop_unused_terms
 from .keywords import SQLiteKeywords
-from .schema import SCHEMA_VERSION, connect
+from .schema import SCHEMA_VERSION, bump_generation, connect
 from .vectors import SQLiteVectors, _VectorIndex
 
 
@@ -144,9 +143,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
 
     def stats(self) -> dict[str, Any]:
         with self._read() as conn:
-            by_status = dict(
-                conn.execute("SELECT status, count(*) FROM documents WHERE tenant = ? GROUP BY status", (self.tenant,))
-            )
+            by_status = self._status_counts(Sql(conn, SQLITE))
             chunks, vectors, windows = conn.execute(
                 """SELECT count(c.seq), count(v.chunk_seq), coalesce(sum(length(v.windows) / length(v.vector)), 0) FROM chunks c
                    JOIN documents d ON d.id = c.document_id LEFT JOIN vectors v ON v.chunk_seq = c.seq
@@ -160,13 +157,31 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
             "path": self.path,
             "size_bytes": _file_size(self.path),
             "schema_version": SCHEMA_VERSION,
-            "documents": {status.value: by_status.get(status.value, 0) for status in DocumentStatus},
+            "documents": by_status,
             "chunks": chunks,
             "vectors": vectors,
             "window_vectors": windows,
             "graph": graph,
             "collections": [asdict(info) for info in self.collections()],
         }
+
+    def compact(self) -> dict[str, int]:
+        """See `Store.compact`: the tenant's unused cache rows, the file's unused terms, then
+        VACUUM (and a WAL checkpoint) so the file shrinks by what deletions freed."""
+        before = _file_size(self.path)
+        with self._write() as conn:
+            dropped = drop_unused_caches(Sql(conn, SQLITE), self.tenant)
+            dropped["terms"] = drop_unused_terms(conn)
+            bump_generation(conn)
+        with self._db.lock:
+            if self._db.conn is None:
+                raise StoreError(f"the store {self.path} is closed; open it again")
+            try:
+                self._db.conn.execute("VACUUM")
+                self._db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.path}: VACUUM failed: {exc}") from exc
+        return {**dropped, "size_bytes_before": before, "size_bytes_after": _file_size(self.path)}
 
 
 def _file_size(path: str) -> int:
