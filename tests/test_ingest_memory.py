@@ -79,7 +79,7 @@ def _growth_mb(tmp_path: Path, megabytes: float) -> float:
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # it passed once in a full run while growth measured linear alone: not a reliable alarm
     reason="issue 17 #4, still open: a document's chunk and window vectors are held and written in "
     "one replace_chunks call (stores/), about 20-40 MB per MB of prose; bounding it needs a store "
     "write that streams batches inside the one transaction",
