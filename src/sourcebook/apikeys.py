@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .errors import ConfigurationError, StoreError
 from .tenants import check_tenant
@@ -131,6 +131,18 @@ class KeyStore(Protocol):
         """Revoke the key with this id or prefix; raises ApiKeyNotFoundError (also when ambiguous)."""
 
     def close(self) -> None: ...
+
+
+T = TypeVar("T")
+
+
+def the_live_key(rows: Sequence[T], key: str) -> T:
+    """The one live key row an id or prefix names (what every KeyStore.revoke looks up), else
+    ApiKeyNotFoundError: a prefix shared by two live keys is ambiguous, not a choice."""
+    if len(rows) != 1:
+        found = "no live key" if not rows else f"{len(rows)} keys"
+        raise ApiKeyNotFoundError(f"{found} with id or prefix {key!r}; see `sourcebook keys list`")
+    return rows[0]
 
 
 def check_new_key(tenant: str, grants: Mapping[str, Role]) -> None:

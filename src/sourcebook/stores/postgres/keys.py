@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from ...apikeys import PREFIX_CHARS, ApiKey, ApiKeyNotFoundError, NewKey, Role, check_new_key, hash_secret, new_secret
+from ...apikeys import PREFIX_CHARS, ApiKey, NewKey, Role, check_new_key, hash_secret, new_secret, the_live_key
 
 if TYPE_CHECKING:
     from .store import PostgresStore
@@ -68,12 +68,10 @@ class PostgresKeyStore:
                 f"SELECT {_COLUMNS} FROM api_keys WHERE (id = %s OR prefix = %s) AND revoked_at IS NULL FOR UPDATE",
                 (key, key),
             ).fetchall()
-            if len(rows) != 1:
-                found = "no live key" if not rows else f"{len(rows)} keys"
-                raise ApiKeyNotFoundError(f"{found} with id or prefix {key!r}; see `sourcebook keys list`")
+            row = the_live_key(rows, key)
             revoked_at = datetime.now(UTC)
-            conn.execute("UPDATE api_keys SET revoked_at = %s WHERE id = %s", (revoked_at, rows[0][0]))
-        return replace(_key(rows[0]), revoked_at=revoked_at.isoformat())
+            conn.execute("UPDATE api_keys SET revoked_at = %s WHERE id = %s", (revoked_at, row[0]))
+        return replace(_key(row), revoked_at=revoked_at.isoformat())
 
     def close(self) -> None:
         """The pool belongs to the document store: closed only with `close_store`."""

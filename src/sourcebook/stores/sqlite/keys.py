@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from ...apikeys import PREFIX_CHARS, ApiKey, ApiKeyNotFoundError, NewKey, Role, check_new_key, hash_secret, new_secret
+from ...apikeys import PREFIX_CHARS, ApiKey, NewKey, Role, check_new_key, hash_secret, new_secret, the_live_key
 from ...errors import StoreError
 from .schema import connect
 
@@ -80,12 +80,10 @@ class SQLiteKeyStore:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM api_keys WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL", (key, key)
             ).fetchall()
-            if len(rows) != 1:
-                found = "no live key" if not rows else f"{len(rows)} keys"
-                raise ApiKeyNotFoundError(f"{found} with id or prefix {key!r}; see `sourcebook keys list`")
+            row = the_live_key(rows, key)
             revoked_at = datetime.now(UTC).isoformat()
-            conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (revoked_at, rows[0][0]))
-        return replace(_key(rows[0]), revoked_at=revoked_at)
+            conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (revoked_at, row[0]))
+        return replace(_key(row), revoked_at=revoked_at)
 
     def close(self) -> None:
         with self._lock:
