@@ -337,3 +337,14 @@ def test_compact_reports_what_it_dropped(tmp_path):
     assert set(dropped) == {"graph_extractions", "chunk_contexts", "terms", "size_bytes_before", "size_bytes_after"}
     assert dropped["terms"] > 0
     assert "dropped 0 graph extractions" in run("--db", db, "compact")
+
+
+def test_piped_human_output_keeps_a_long_source_path_on_one_line(tmp_path):
+    """Scripts grep piped output for paths: rich must not hard-wrap a long one at 80 columns."""
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 4)
+    deep.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "docs" / "employee-handbook.md", deep / "employee-handbook.md")
+    db = str(tmp_path / "kb.db")
+    run("--db", db, "add", str(deep))
+    output = run("--db", db, "ask", "How many days of annual leave do full-time staff get?")
+    assert any(line.endswith(f"— {deep / 'employee-handbook.md'}") for line in output.splitlines())

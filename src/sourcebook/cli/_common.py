@@ -34,8 +34,10 @@ from ..kb import KnowledgeBase
 from ..models import parse_metadata_value
 from ..settings import Settings, config_path
 
-out = Console()
-err = Console(stderr=True)
+# Piped output is read by scripts and greps: hard-wrapping it at 80 columns would split a long
+# source path across lines, so only a terminal gets rich's word wrap.
+out = Console(soft_wrap=not sys.stdout.isatty())
+err = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 CollectionOpt = Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection to use.")]
