@@ -213,6 +213,14 @@ MIGRATIONS: tuple[Migration, ...] = (
                            AND other.collection = documents.collection
                            AND other.source = json_extract(documents.metadata, '$.path'))""",
     )),
+    # 11: every deleted chunk logged (changes.py), so the indexes derived from the file catch up
+    # with a write by reading what it added and removed instead of rebuilding from every row
+    Migration("chunk_deletion_log", (
+        "CREATE TABLE chunk_deletions (id INTEGER PRIMARY KEY AUTOINCREMENT, chunk_seq INTEGER NOT NULL)",
+        """CREATE TRIGGER chunks_deleted AFTER DELETE ON chunks
+           BEGIN INSERT INTO chunk_deletions (chunk_seq) VALUES (old.seq); END""",
+        "INSERT INTO meta (key, value) VALUES ('deletion_log_floor', 0)",
+    )),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

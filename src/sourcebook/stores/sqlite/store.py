@@ -31,6 +31,7 @@ from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
 from ..sql.dialect import SQLITE, Dialect, Sql
 from ..sql.graph_read import graph_counts
+from .changes import clear_deletion_log
 from .documents import SQLiteDocuments
 from .graph import SQLiteGraph
 from .keys import SQLiteKeyStore
@@ -166,12 +167,13 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
         }
 
     def compact(self) -> dict[str, int]:
-        """See `Store.compact`: the tenant's unused cache rows, the file's unused terms, then
-        VACUUM (and a WAL checkpoint) so the file shrinks by what deletions freed."""
+        """See `Store.compact`: the tenant's unused cache rows, the file's unused terms and its
+        chunk-deletion log (changes.py: indexes older than that rebuild once), then VACUUM (and a WAL checkpoint) so the file shrinks by what deletions freed."""
         before = _file_size(self.path)
         with self._write() as conn:
             dropped = drop_unused_caches(Sql(conn, SQLITE), self.tenant)
             dropped["terms"] = drop_unused_terms(conn)
+            clear_deletion_log(conn)
             bump_generation(conn)
         with self._db.lock:
             if self._db.conn is None:
