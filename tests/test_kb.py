@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fpdf import FPDF
+from pypdf import PdfWriter
 
 from sourcebook import DocumentNotFoundError, EmbeddingModelMismatchError, KnowledgeBase
+from sourcebook.errors import InvalidMetadataError
 from sourcebook.embedders import create_embedder
 from sourcebook.settings import Settings
 from sourcebook.stores import open_store
@@ -282,3 +286,33 @@ def test_unreachable_url_is_a_fetch_error(tmp_path):
         [result] = kb.add("http://127.0.0.1:9/nothing.html")
     assert result.action == "failed" and result.error_code == "fetch_error"
     assert "127.0.0.1:9" in result.error
+
+
+@pytest.mark.parametrize("metadata", [{"team": "a\x00b"}, {"a\x00": 1}, {"list": ["ok", "\x00"]}])
+def test_metadata_no_store_can_keep_is_refused_before_anything_is_stored(tmp_path, docs_copy, metadata):
+    """PostgreSQL's jsonb refuses NUL (issue 17: an upload's meta gave HTTP 500 there): every
+    back end refuses it up front, by name, so a knowledge base moves between them."""
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        with pytest.raises(InvalidMetadataError, match="NUL"):
+            kb.add([str(docs_copy / "employee-handbook.md")], metadata=metadata)
+        with pytest.raises(InvalidMetadataError, match="NUL"):
+            kb.enqueue(str(docs_copy / "employee-handbook.md"), metadata=metadata)
+        assert kb.documents() == []
+
+
+def test_nul_in_a_files_own_metadata_is_dropped_not_fatal(tmp_path):
+    """A PDF's info strings are often NUL-padded UTF-16: the document is kept, without the NULs."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.multi_cell(0, 6, "Quokkas smile at tourists on Rottnest Island.")
+    writer = PdfWriter(clone_from=io.BytesIO(bytes(pdf.output())))
+    writer.add_metadata({"/Title": "Pad\x00ded", "/Author": "Ann\x00"})
+    path = tmp_path / "quokkas.pdf"
+    with path.open("wb") as file:
+        writer.write(file)
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        [result] = kb.add([str(path)])
+        assert result.action == "added", result
+        record = kb.document(result.document_id)
+        assert (record.title, record.metadata["author"]) == ("Padded", "Ann")

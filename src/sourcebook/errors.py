@@ -117,6 +117,12 @@ class InvalidQueryError(SourcebookError):
     code = "invalid_query"
 
 
+class InvalidMetadataError(SourcebookError):
+    """Metadata given with a document that a store cannot keep (models.check_metadata's rules)."""
+
+    code = "invalid_metadata"
+
+
 class GeneratorError(SourcebookError):
     """An LLM call failed. Names the provider and model, and what to do."""
 

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from .chunking import chunk_document
 from .embedders.base import Embedder
 from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError
 from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
-from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
+from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
 from .owners import this_process
 from .settings import Settings
 from .stores.base import DocumentStore
@@ -229,6 +229,7 @@ class Ingestor:
         self, items: Iterable[_Item], collection: str, metadata: dict[str, Any] | None = None
     ) -> list[IngestResult]:
         """Ingest (source, loader) pairs: `add` for sources read elsewhere (an ingestion job's bytes)."""
+        metadata = checked_metadata(metadata)
         self.store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
         results: list[IngestResult] = []
         in_flight: _Batch | None = None
@@ -261,6 +262,8 @@ class Ingestor:
             if parsed is None:
                 assert raw is not None
                 parsed = parse(raw)
+            # a file's own title and info may hold NULs (NUL-padded PDF strings), which no store keeps
+            parsed = replace(parsed, title=without_nul(parsed.title), metadata=without_nul(parsed.metadata))
             self._check_size(source, parsed)
             reserve = self.enricher.reserve_tokens if self.enricher else 0
             chunks = chunk_document(

@@ -29,7 +29,7 @@ from .graph.models import EntityRecord
 from .ingest import ProgressHandler, document_id, normalize_source, source_readable
 from .jobs import IngestionRunner
 from .loaders import READER_METADATA, RawSource
-from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk
+from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk, checked_metadata
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
 from .stores.base import ChatSessionRecord, CollectionInfo, Store
@@ -325,11 +325,12 @@ class KnowledgeBase:
         """Mark `source` pending before a worker ingests it: a new document row, or an existing
         document to process again (it stays searchable with its old chunks meanwhile)."""
         doc_id = self.document_id(source, collection)
+        metadata = checked_metadata(metadata)
         if self._store.get_document(doc_id) is None:
             self._store.ensure_collection(collection, self.embedder.name, self.embedder.dimension)
             self._store.upsert_document(
                 doc_id, collection=collection, source=source, title=os.path.basename(source.rstrip("/")) or source,
-                media_type="", metadata=metadata or {}, status=DocumentStatus.PENDING,
+                media_type="", metadata=metadata, status=DocumentStatus.PENDING,
             )
         else:
             self._store.set_status(doc_id, DocumentStatus.PENDING)

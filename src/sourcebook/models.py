@@ -9,9 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
+
+from .errors import InvalidMetadataError
 
 BlockKind = Literal["heading", "paragraph", "list", "table", "code"]
 
@@ -332,18 +335,56 @@ def _no_constant(name: str) -> Any:
 
 
 def check_metadata(value: Any) -> Any:
-    """`value`, if a store can keep it as JSON and give it back: finite numbers only, text that is
-    valid Unicode (JSON's \\ud800 escape decodes to a lone surrogate UTF-8 cannot encode), nesting
-    Python can walk. Raises ValueError saying which rule failed (the API answers 422 with it)."""
+    """`value`, if every store can keep it as JSON and give it back: finite numbers only, text that
+    is valid Unicode (JSON's \\ud800 escape decodes to a lone surrogate UTF-8 cannot encode) and
+    holds no NUL character (PostgreSQL's jsonb and text refuse \\u0000), nesting Python can walk.
+    Raises ValueError saying which rule failed (the API answers 422 with it)."""
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+        has_nul = any("\x00" in text for text in _strings(value))
     except UnicodeEncodeError:
         raise ValueError("text must be valid Unicode (no lone surrogates such as \\ud800)") from None
     except ValueError:
         raise ValueError("numbers must be finite (not NaN, Infinity or 1e999)") from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if has_nul:
+        raise ValueError("text must not hold the NUL character (\\u0000)")
     return value
+
+
+def checked_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The metadata a caller gave with its documents, refused before anything is stored when a
+    store could not keep it (every store, so a knowledge base moves between back ends)."""
+    try:
+        return check_metadata(dict(metadata or {}))
+    except ValueError as exc:
+        raise InvalidMetadataError(f"metadata {exc}") from None
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with NUL characters dropped from its text and keys: what a loader read from a file's
+    own metadata (a PDF's title padded with NULs) is kept rather than failing the document."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_nul(item) for item in value]
+    return value
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every text in a JSON-like value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def parse_metadata_value(text: str) -> Any:

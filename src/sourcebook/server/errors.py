@@ -16,6 +16,7 @@ from ..errors import (
     EntityNotFoundError,
     FileTooLargeError,
     GeneratorError,
+    InvalidMetadataError,
     InvalidQueryError,
     InvalidTenantError,
     LoaderError,
@@ -88,6 +89,7 @@ _STATUS: tuple[tuple[type[SourcebookError], int], ...] = (
     (InvalidTenantError, 400),
     (FileTooLargeError, 413),
     (LoaderError, 422),  # the caller's file or URL: unsupported, empty, unreachable, blocked
+    (InvalidMetadataError, 422),
     (InvalidQueryError, 400),
     (EmbeddingModelMismatchError, 409),
     (MissingAPIKeyError, 503),
