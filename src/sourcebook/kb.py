@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
@@ -43,6 +44,12 @@ def ingested_ids(results: Sequence[IngestResult]) -> list[str]:
     return [r.document_id for r in results if r.document_id and r.action not in ("failed", "queued")]
 
 
+def _served_again(answer: Answer) -> Answer:
+    """The copy of an answer the query cache serves: no LLM call made it, so it reports no usage
+    (and /metrics counts no tokens for it) beyond saying where it came from."""
+    return replace(answer, usage={"cached": True})
+
+
 class AskOptions(TypedDict, total=False):
     """What `ask` and `ask_stream` take besides the question and the LLM (see `question`)."""
 
@@ -71,7 +78,7 @@ class KnowledgeBase:
         self._parts = parts
         self._store = parts.store
         self.settings = parts.settings
-        self._retriever = Retriever(self._store, lambda: self.embedder)
+        self._retriever = Retriever(self._store, lambda: self.embedder, tenant=self.tenant, cache=lambda: parts.query_cache)
 
     @classmethod
     def _over(cls, parts: Components) -> KnowledgeBase:
@@ -247,7 +254,25 @@ class KnowledgeBase:
         `mode` is "retrieval", "full-context" or "auto" (settings.answer_mode); `rewrite` searches
         LLM-written variations of the question too (settings.query_rewrite).
         """
-        return self.answerer(llm).answer(self.question(question, **options))
+        asked = self.question(question, **options)
+        answerer = self.answerer(llm)
+        cache = self._parts.query_cache
+        if cache is None:
+            return answerer.answer(asked)
+        generator = self.generator(llm)
+        key = (self.tenant, self._store.search_generation(), self.settings.embedding_model,
+               generator.spec() if generator else "extractive", repr(asked))
+        return cache.get_or_compute("answer", key, lambda: answerer.answer(asked), stored=_served_again)
+
+    def enable_query_cache(self, max_entries: int) -> None:
+        """Cache query embeddings, search results and answers (query_cache.py; the server does this).
+        Shared by every tenant's view of this knowledge base; a write never serves a stale result."""
+        self._parts.enable_query_cache(max_entries)
+
+    def query_cache_stats(self) -> dict[str, Any] | None:
+        """Hits and misses per kind since the cache was turned on (for /metrics); None while off."""
+        cache = self._parts.query_cache
+        return None if cache is None else cache.stats()
 
     def ask_stream(self, question: str, *, llm: str | None = None, **options: Unpack[AskOptions]) -> AnswerStream:
         """Like `ask`, as an iterator over the answer's text as the LLM writes it; `.answer` at the end."""

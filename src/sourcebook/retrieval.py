@@ -26,8 +26,10 @@ from .embedders.base import Embedder
 from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
+from .query_cache import QueryCache
 from .settings import RetrievalMode, Settings
 from .stores.base import SearchStore
+from .tenants import DEFAULT_TENANT
 
 MODES: tuple[RetrievalMode, ...] = ("keyword", "vector", "hybrid")
 """The modes that need no knowledge graph (what `eval retrieval` runs by default)."""
@@ -117,11 +119,19 @@ def zscore_fusion(rankings: Sequence[Sequence[ScoredId]], weights: Sequence[floa
 
 
 class Retriever:
-    """Runs searches; loads the embedder only when a mode needs vectors."""
+    """Runs searches; loads the embedder only when a mode needs vectors. With a query cache
+    (query_cache.py), repeated queries reuse their embedding and, until the next write, their hits."""
 
-    def __init__(self, store: SearchStore, embedder: Callable[[], Embedder]) -> None:
+    def __init__(
+        self, store: SearchStore, embedder: Callable[[], Embedder], *, tenant: str = DEFAULT_TENANT,
+        cache: Callable[[], QueryCache | None] = lambda: None,
+    ) -> None:
+        """`tenant` (the store's) keys the cache; `cache` gives the knowledge base's cache at each
+        search, so one the server turns on later serves retrievers built before."""
         self._store = store
         self._embedder = embedder
+        self._tenant = tenant
+        self._cache = cache
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Batch-embed queries (one model call for many, as `search --queries-file` does)."""
@@ -130,6 +140,21 @@ class Retriever:
     def search(self, query: str, options: SearchOptions, query_vector: np.ndarray | None = None) -> list[Hit]:
         if not query.strip():
             raise InvalidQueryError("the query is empty")
+        cache = self._cache()
+        if cache is None:
+            return self._search(query, options, query_vector)
+        model = None if options.mode == "keyword" else self._embedder().name
+        key = (self._tenant, self._store.search_generation(), model, query, repr(options))
+        return list(cache.get_or_compute("search", key, lambda: self._search(query, options, query_vector)))
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        embedder = self._embedder()
+        cache = self._cache()
+        if cache is None:
+            return embedder.embed_query(query)
+        return cache.get_or_compute("embedding", (self._tenant, embedder.name, query), lambda: embedder.embed_query(query))
+
+    def _search(self, query: str, options: SearchOptions, query_vector: np.ndarray | None) -> list[Hit]:
         # A fixed pool (not one growing with top_k) keeps z-score statistics, and so the
         # order of the first hits, the same whatever top_k a caller asks for.
         pool = max(options.candidates, options.top_k * max(options.per_document, 1))
@@ -140,7 +165,7 @@ class Retriever:
             keyword = self._store.keyword_search(query, pool, options.filters)
         if options.mode in ("vector", *_FUSED):
             if query_vector is None:
-                query_vector = self._embedder().embed_query(query)
+                query_vector = self._embed_query(query)
             vector = self._store.vector_search(query_vector, pool, options.filters)
         if options.mode == "keyword":
             ranked = [(item.chunk_id, item.score) for item in keyword]

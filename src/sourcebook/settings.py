@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     candidates: int = Field(200, ge=1, description="hits each retriever contributes to fusion")
     per_document: int = Field(1, ge=0, description="most chunks per document in search results; 0 = no limit")
     min_score: float | None = Field(None, description="drop hits whose score (in the mode's units) is below this")
+    query_cache_entries: int = Field(
+        0, ge=0,
+        description="cache this many query embeddings, search results and answers in memory (0 = off; "
+        "the server turns it on); a write never serves a stale result",
+    )
 
     # Answers
     answer_min_score: float = Field(

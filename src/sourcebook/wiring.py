@@ -20,6 +20,7 @@ from .errors import ConfigurationError
 from .generators import Generator, create_llm
 from .ingest import Ingestor, ProgressHandler
 from .jobs import IngestionRunner, runner_for
+from .query_cache import QueryCache
 from .settings import Settings
 from .stores import open_store
 from .stores.base import Store
@@ -47,6 +48,7 @@ class Components:
         self._generators: dict[str, Generator] = {} if generators is None else generators
         self._root = root
         self._runner: IngestionRunner | None = None
+        self._query_cache = QueryCache(settings.query_cache_entries) if settings.query_cache_entries and not root else None
 
     @classmethod
     def build(cls, settings: Settings) -> Components:
@@ -57,6 +59,18 @@ class Components:
         """The same database, model and LLM clients, scoped to `tenant` (the store enforces it)."""
         settings = self.settings.model_copy(update={"tenant": tenant})
         return Components(self.store.for_tenant(tenant), settings, self._embedder, self._generators, root=self._root or self)
+
+    @property
+    def query_cache(self) -> QueryCache | None:
+        """The root's cache, shared by every tenant's view (its keys say whose); None while off."""
+        return self._root.query_cache if self._root else self._query_cache
+
+    def enable_query_cache(self, max_entries: int) -> None:
+        """Turn the cache on (the server does), unless one at least this large is on already."""
+        if self._root:
+            self._root.enable_query_cache(max_entries)
+        elif max_entries and (self._query_cache is None or self._query_cache.max_entries < max_entries):
+            self._query_cache = QueryCache(max_entries)
 
     @property
     def embedder(self) -> Embedder:

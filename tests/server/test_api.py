@@ -306,12 +306,15 @@ def test_request_ids_metrics_and_health(make_api: ApiFactory) -> None:
         assert echoed.headers["x-request-id"] == "trace-123"
         assert len(client.get("/v1/collections").headers["x-request-id"]) == 32
         client.post("/v1/search", json={"query": "anything"})
+        client.post("/v1/search", json={"query": "anything"})  # the query cache (on in the server) serves it
         client.get("/v1/documents/nope")
         health = client.get("/healthz").json()
         assert health["status"] == "ok" and health["auth"] is True and health["queue_depth"] == 0
         text = client.get("/metrics").text
     assert 'sourcebook_http_request_duration_seconds_count{method="GET",route="/v1/documents/{document_id}",status="404"} 1.0' in text
-    assert 'sourcebook_retrieval_duration_seconds_count{mode="hybrid"} 1.0' in text
+    assert 'sourcebook_retrieval_duration_seconds_count{mode="hybrid"} 2.0' in text
+    assert 'sourcebook_query_cache_lookups_total{kind="search",result="hit"} 1.0' in text
+    assert 'sourcebook_query_cache_lookups_total{kind="search",result="miss"} 1.0' in text
 
 
 def test_without_auth_everyone_is_a_local_admin(make_api: ApiFactory) -> None:

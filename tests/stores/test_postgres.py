@@ -16,10 +16,17 @@ from sourcebook.models import DocumentStatus, SearchFilter
 from sourcebook.stores import open_store
 from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
-from sourcebook.stores.postgres.schema import MIGRATIONS, RLS_ROLE, SCHEMA_VERSION, TENANT_TABLES, WINDOW_TABLES
+from sourcebook.stores.postgres.schema import (
+    GENERATION_TABLES,
+    MIGRATIONS,
+    RLS_ROLE,
+    SCHEMA_VERSION,
+    TENANT_TABLES,
+    WINDOW_TABLES,
+)
 from sourcebook.testing.helpers import DIM, MODEL, add_document, make_chunks, unit
 
-ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES)
+ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES, *GENERATION_TABLES)
 
 
 def add_windowed(store: PostgresStore, document_id: str, vectors: list[np.ndarray], windows: list[np.ndarray],

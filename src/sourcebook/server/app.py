@@ -29,7 +29,7 @@ from .context import Service
 from .errors import PayloadTooLargeError, status_of
 from .ingestion import UploadStore
 from .limits import BodyLimitMiddleware
-from .metrics import Metrics
+from .metrics import Metrics, QueryCacheCollector
 from .observability import ObservabilityMiddleware
 from .ratelimit import RateLimiter, RateLimits
 from .routes import answers, chat, chat_stream, collections, documents, graph, system, web
@@ -124,7 +124,9 @@ def create_app(
         keys = None
     elif keys is None:
         keys = kb.api_keys()
+    kb.enable_query_cache(settings.query_cache_entries)
     metrics = Metrics()
+    metrics.registry.register(QueryCacheCollector(kb.query_cache_stats))
     uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
     service = Service(
         kb=kb, settings=settings, keys=keys, queue=queue or kb.ingestion_runner(), uploads=uploads,

@@ -29,3 +29,8 @@ class ServerSettings(BaseSettings):
     upload_dir: str | None = Field(None, description="where uploaded files are kept; default: next to the database")
     status_poll_seconds: float = Field(0.25, gt=0, description="how often a status stream looks for changes")
     log_json: bool = Field(True, description="one JSON object per log line")
+    query_cache_entries: int = Field(
+        1024, ge=0,
+        description="query embeddings, search results and answers kept in memory (about 20 MB at 1,024); "
+        "0 = off; a knowledge base's own query_cache_entries, when larger, wins",
+    )

@@ -6,7 +6,11 @@ several apps in one process without "duplicated timeseries" errors.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ..models import Answer
 
@@ -62,3 +66,24 @@ class Metrics:
                 self.generation.labels(model, call.get("purpose", "answer")).observe(call["latency_ms"] / 1000)
             for direction in ("input", "output"):
                 self.tokens.labels(model, direction).inc(call.get(f"{direction}_tokens", 0) or 0)
+
+
+class QueryCacheCollector:
+    """The query cache's counts (query_cache.py), read at each scrape: the cache is the library's
+    and knows nothing of Prometheus. Hit rate per kind is
+    `rate(sourcebook_query_cache_lookups_total{result="hit"}[5m]) / rate(sourcebook_query_cache_lookups_total[5m])`."""
+
+    def __init__(self, stats: Callable[[], dict[str, Any] | None]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._stats() or {"entries": 0, "hits": {}, "misses": {}}
+        lookups = CounterMetricFamily(
+            "sourcebook_query_cache_lookups", "Query cache lookups by kind (embedding, search, answer) and result",
+            labels=["kind", "result"],
+        )
+        for result, counts in (("hit", stats["hits"]), ("miss", stats["misses"])):
+            for kind, count in counts.items():
+                lookups.add_metric([kind, result], count)
+        yield lookups
+        yield GaugeMetricFamily("sourcebook_query_cache_entries", "Entries in the query cache", value=stats["entries"])

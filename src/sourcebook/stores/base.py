@@ -168,6 +168,11 @@ class SearchStore(Protocol):
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]: ...
 
+    def search_generation(self) -> int:
+        """A number that moves on with every committed write that can change what a search of this
+        tenant returns (documents, chunks, collections, the graph), whichever process wrote it:
+        the query cache (query_cache.py) keys on it, so a write never serves a stale result."""
+
 
 class ChatStore(Protocol):
     """Stored chat sessions and their turns.

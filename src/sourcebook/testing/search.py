@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from sourcebook.errors import InvalidQueryError
-from sourcebook.models import SearchFilter
+from sourcebook.graph.models import DocumentGraph
+from sourcebook.models import DocumentStatus, SearchFilter
 from sourcebook.stores import Store
 
 from .helpers import (
@@ -155,3 +156,32 @@ class SearchStoreSuite(StoreFixtures):
         store.delete_document("d1")
         assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, EVERYTHING)] == ["d2#0"]
         assert store.stats()["window_vectors"] == 0
+
+    # The generation the query cache keys on ----------------------------------------------------
+    def test_search_generation_moves_with_every_write_a_search_can_see(self, store: Store) -> None:
+        """Each write that can change a result (a document's row, its chunks, its deletion, a
+        collection's deletion, the graph) moves the number on; reads leave it."""
+        seen = [store.search_generation()]
+
+        def moved() -> bool:
+            seen.append(store.search_generation())
+            return seen[-1] != seen[-2]
+
+        add_document(store, "d1", ["shared text"])
+        assert moved()
+        store.keyword_search("shared", 5, EVERYTHING)
+        store.vector_search(unit(1.0), 5, EVERYTHING)
+        store.get_chunks(["d1#0"])
+        assert not moved()
+        store.upsert_document("d1", collection="docs", source="d1.txt", title="Renamed", media_type="text/plain",
+                              metadata={"lang": "en"}, status=DocumentStatus.READY)
+        assert moved()
+        store.replace_document_graph(DocumentGraph("d1", "offline", "hash-d1", (), (), ()))
+        assert moved()
+        store.delete_document("d1")
+        assert moved()
+        store.ensure_collection("archive", MODEL, DIM)
+        add_document(store, "a1", ["x"], collection="archive")
+        assert moved()
+        store.delete_collection("archive")
+        assert moved()

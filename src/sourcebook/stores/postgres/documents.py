@@ -86,6 +86,7 @@ class PostgresDocuments(SqlDocuments):
                 graph_write.forget_document(execute, document_id)
             conn.execute("DELETE FROM documents WHERE collection = %s", (name,))
             conn.execute("DELETE FROM collections WHERE name = %s", (name,))
+            self._searches_changed(Sql(conn, POSTGRES))
 
     # Documents -----------------------------------------------------------
     def _replace_chunks(
@@ -111,6 +112,7 @@ class PostgresDocuments(SqlDocuments):
                           title = %s, updated_at = %s WHERE id = %s""",
                 (len(chunks), content_hash, title, now(), document_id),
             )
+            self._searches_changed(Sql(conn, POSTGRES))
 
     def delete_document(self, document_id: str) -> None:
         """Chunks (and their windows and postings) go by ON DELETE CASCADE, in the same
@@ -118,6 +120,7 @@ class PostgresDocuments(SqlDocuments):
         with self._write() as conn:
             graph_write.forget_document(Sql(conn, POSTGRES).execute, document_id)
             deleted = conn.execute("DELETE FROM documents WHERE id = %s", (document_id,)).rowcount
+            self._searches_changed(Sql(conn, POSTGRES))
         if not deleted:
             raise not_found(document_id)
 

@@ -50,7 +50,8 @@ GRAPH_TABLES = (
     "graph_extractions",
 )
 WINDOW_TABLES = ("chunk_windows",)
-ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, "api_keys")
+GENERATION_TABLES = ("search_generations",)
+ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, "api_keys")
 """Every table the store's sessions read and write (`restricted_role` grants them)."""
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
@@ -302,6 +303,16 @@ MIGRATIONS: tuple[Migration, ...] = (
                                AND other.source = documents.metadata->>'path')""",
         ),
         about="a file's identity is its resolved path: documents stored under a typed spelling take it",
+    ),
+    Migration(
+        "search_generations",
+        (
+            f"""CREATE TABLE search_generations (
+                {_TENANT} PRIMARY KEY,
+                value bigint NOT NULL)""",
+            *_row_level_security(GENERATION_TABLES),
+        ),
+        about="a number per tenant every write that changes search results moves on (the query cache's key)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

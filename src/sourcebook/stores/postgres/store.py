@@ -140,6 +140,19 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
     def _write(self) -> AbstractContextManager[psycopg.Connection]:
         return self.transaction()
 
+    def search_generation(self) -> int:
+        """See `SearchStore.search_generation`: the tenant's row of ``search_generations``, moved
+        on in the transaction of each write, so it commits (and is seen) with what it announces."""
+        with self._read() as conn:
+            row = conn.execute("SELECT value FROM search_generations WHERE tenant = %s", (self.tenant,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _searches_changed(self, sql: Sql) -> None:
+        sql.conn.execute(
+            """INSERT INTO search_generations (value) VALUES (1)
+               ON CONFLICT (tenant) DO UPDATE SET value = search_generations.value + 1"""
+        )
+
     def api_keys(self) -> PostgresKeyStore:
         """The API keys in this database, on the store's pool (keys.py)."""
         return PostgresKeyStore(self)

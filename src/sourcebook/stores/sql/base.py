@@ -28,6 +28,11 @@ class SharedSql:
         """A write transaction on the store's connection (each store defines it)."""
         raise NotImplementedError
 
+    def _searches_changed(self, sql: Sql) -> None:
+        """Move `search_generation` on, inside the write transaction that changed what a search can
+        return (each store keeps the number its own way)."""
+        raise NotImplementedError
+
     @contextmanager
     def _reading(self) -> Iterator[Sql]:
         with self._read() as conn:

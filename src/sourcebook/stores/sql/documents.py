@@ -203,6 +203,7 @@ class SqlDocuments(SharedSql):
                 document_id, self.tenant, collection, source, title, media_type, DocumentStatus(status).value,
                 error, json.dumps(metadata, default=str), stamp, stamp, owned_status(status, owner),
             ))
+            self._searches_changed(sql)  # title, source and metadata are what hits show and filters match
 
     def replace_chunks(
         self,

@@ -58,6 +58,7 @@ class SqlGraph(SqlExtractionCache, SharedSql):
             if not self._lock_document(sql, graph.document_id):
                 raise not_found(graph.document_id)
             replace_document_graph(sql.execute, self.tenant, graph, now())
+            self._searches_changed(sql)  # graph-mode searches rank by it
 
     def graph_documents(self) -> dict[str, tuple[str, str]]:
         with self._reading() as sql:

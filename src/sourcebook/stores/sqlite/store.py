@@ -37,7 +37,7 @@ from .graph import SQLiteGraph
 from .keys import SQLiteKeyStore
 from .keyword_index import KeywordIndex, drop_unused_terms
 from .keywords import SQLiteKeywords
-from .schema import SCHEMA_VERSION, bump_generation, connect
+from .schema import SCHEMA_VERSION, bump_generation, connect, generation
 from .vectors import SQLiteVectors, _VectorIndex
 
 
@@ -132,6 +132,16 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         """A write transaction, taking the write lock up front so it cannot fail halfway on BUSY."""
         return self._transaction("BEGIN IMMEDIATE")
+
+    # Search generation --------------------------------------------------
+    def search_generation(self) -> int:
+        """See `SearchStore.search_generation`: the file's generation (schema.py), which every
+        write of any tenant moves on, so it also tells the in-memory indexes to catch up."""
+        with self._read() as conn:
+            return generation(conn)
+
+    def _searches_changed(self, sql: Sql) -> None:
+        bump_generation(sql.conn)
 
     # Housekeeping --------------------------------------------------------
     def tenants(self) -> list[str]:
