@@ -190,6 +190,21 @@ def html_fragment_text(html: str) -> str:
     return _text(root) if root is not None else ""
 
 
+def add_html(builder: DocumentBuilder, text: str, source: str) -> LexborHTMLParser:
+    """Add the main content of the page `text` to `builder` (after what it holds), and
+    return the parsed page. E-book chapters and HTML e-mail bodies are pages too."""
+    tree = LexborHTMLParser(text)
+    blocks_before = builder.block_count
+    try:
+        for root in _content_roots(tree):
+            _HtmlWalker(builder).walk(root, in_section=root.tag != "body")
+            if builder.block_count > blocks_before:
+                break
+    except RecursionError:
+        raise LoaderError(source, "HTML is nested too deeply to read") from None
+    return tree
+
+
 class HtmlLoader:
     name: str = "html"
     media_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
@@ -197,15 +212,8 @@ class HtmlLoader:
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         text, encoding = decode_text(data, source, declared=_declared_charset(data))
-        tree = LexborHTMLParser(text)
         builder = DocumentBuilder()
-        try:
-            for root in _content_roots(tree):
-                _HtmlWalker(builder).walk(root, in_section=root.tag != "body")
-                if not builder.empty:
-                    break
-        except RecursionError:
-            raise LoaderError(source, "HTML is nested too deeply to read") from None
+        tree = add_html(builder, text, source)
         title_node = tree.css_first("title")
         title = clean_inline(title_node.text()) if title_node is not None else ""
         return builder.build(source, title or builder.first_h1, self.media_types[0], self._metadata(tree, encoding))
