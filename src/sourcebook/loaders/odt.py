@@ -21,6 +21,7 @@ from .text import DocumentBuilder, clean_inline
 _KIND = "ODT"
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+_MANIFEST = "META-INF/manifest.xml"
 _MAX_REPEAT = 64  # repeated cells expanded at most this often (trailing blanks repeat to 1024)
 
 
@@ -131,12 +132,14 @@ class _OdtWalker:
         return cells
 
 
-def _check_encryption(data: bytes, source: str) -> None:
+def _check_package(data: bytes, source: str) -> None:
+    """A zip package holding an unencrypted OpenDocument text, or a LoaderError saying what it is."""
     with open_package(data, source, _KIND) as package:
-        try:
-            manifest = package.read("META-INF/manifest.xml")
-        except KeyError:
-            return
+        names = set(package.namelist())
+        mimetype = package.read("mimetype").decode("ascii", "replace").strip() if "mimetype" in names else ""
+        manifest = package.read(_MANIFEST) if _MANIFEST in names else b""
+    if mimetype != OdtLoader.media_types[0]:
+        raise LoaderError(source, f"not an ODT file (it is {mimetype or 'a zip package of another kind'})")
     if b"encryption-data" in manifest:
         raise LoaderError(source, "encrypted ODT (password-protected); save an unprotected copy and add that")
 
@@ -150,10 +153,8 @@ class OdtLoader:
         opendocument = require("odf.opendocument", source, _KIND)
         builder = DocumentBuilder()
         with reading(source, _KIND):
-            _check_encryption(data, source)
+            _check_package(data, source)
             document = opendocument.load(io.BytesIO(data))
-            if document.mimetype != self.media_types[0]:
-                raise LoaderError(source, f"not an ODT text document (it is {document.mimetype or 'unknown'})")
             _OdtWalker(builder).walk(document.text)
             meta = {(name[1]): clean_inline(str(node)) for node in document.meta.childNodes if (name := _name(node))}
         title = meta.get("title")

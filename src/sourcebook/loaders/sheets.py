@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import LoaderError
 from ..models import ParsedDocument
-from .office import check_package, reading, require
+from .office import check_ooxml, reading, require
 from .tables import add_sheet
 from .text import DocumentBuilder, clean_inline, decode_text
 
@@ -54,7 +54,7 @@ class XlsxLoader:
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         openpyxl = require("openpyxl", source, _KIND)
-        check_package(data, source, _KIND)
+        check_ooxml(data, source, _KIND)
         builder = DocumentBuilder()
         with reading(source, _KIND):
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)

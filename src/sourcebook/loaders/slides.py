@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..models import ParsedDocument
-from .office import check_package, reading, require
+from .office import check_ooxml, reading, require
 from .tables import add_table
 from .text import DocumentBuilder, clean_inline
 
@@ -88,7 +88,7 @@ class PptxLoader:
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         pptx = require("pptx", source, _KIND)
-        check_package(data, source, _KIND)
+        check_ooxml(data, source, _KIND)
         builder = DocumentBuilder()
         with reading(source, _KIND):
             presentation = pptx.Presentation(io.BytesIO(data))

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..models import ParsedDocument
-from .office import check_package, reading, require
+from .office import check_ooxml, reading, require
 from .tables import add_table
 from .text import DocumentBuilder, clean_inline
 
@@ -131,7 +131,7 @@ class DocxLoader:
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         docx = require("docx", source, _KIND)
-        check_package(data, source, _KIND)
+        check_ooxml(data, source, _KIND)
         builder = DocumentBuilder()
         with reading(source, _KIND):
             document = docx.Document(io.BytesIO(data))
