@@ -39,9 +39,9 @@ def _line(cells: Sequence[str], width: int) -> str:
     return "| " + " | ".join([*cells, *[""] * (width - len(cells))]) + " |"
 
 
-def _line_chars(cells: Sequence[str]) -> int:
-    """The length of `cells` as a Markdown table line (padding cells aside)."""
-    return sum(len(cell) + 3 for cell in cells) + 1
+def _line_chars(cells: Sequence[str], width: int) -> int:
+    """The length of `cells` as a Markdown table line padded to `width` cells."""
+    return sum(len(cell) + 3 for cell in cells) + 3 * max(0, width - len(cells)) + 1
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -55,11 +55,12 @@ def _parts(
 ) -> Iterator[list[tuple[int, list[str]]]]:
     """`rows` (numbered) in runs of at most `TABLE_PART_CHARS` with the header (each run
     at least one row), taken lazily so a streamed sheet is never held whole."""
-    header_chars = 2 * _line_chars(header)
+    width = len(header)
+    header_chars = _line_chars(header, width) + _line_chars(["---"] * width, width)
     part: list[tuple[int, list[str]]] = []
     size = header_chars
     for number, cells in rows:
-        chars = _line_chars(cells)
+        chars = _line_chars(cells, width)
         if part and size + chars > TABLE_PART_CHARS:
             yield part
             part, size = [], header_chars
