@@ -56,11 +56,11 @@ def _parts(
     """`rows` (numbered) in runs of at most `TABLE_PART_CHARS` with the header (each run
     at least one row), taken lazily so a streamed sheet is never held whole."""
     width = len(header)
-    header_chars = _line_chars(header, width) + _line_chars(["---"] * width, width)
+    header_chars = _line_chars(header, width) + 1 + _line_chars(["---"] * width, width)
     part: list[tuple[int, list[str]]] = []
     size = header_chars
     for number, cells in rows:
-        chars = _line_chars(cells, width)
+        chars = 1 + _line_chars(cells, width)  # with the newline before it
         if part and size + chars > TABLE_PART_CHARS:
             yield part
             part, size = [], header_chars
