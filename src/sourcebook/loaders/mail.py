@@ -23,6 +23,7 @@ from .html import add_html
 from .text import DocumentBuilder, clean_inline, split_paragraphs
 
 _FROM_LINE = re.compile(rb"^From [^\r\n]*\r?\n", re.MULTILINE)
+_ESCAPED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 _HEADER_LINE = re.compile(rb"^[!-9;-~]+:", re.MULTILINE)  # a "Name:" header field
 NO_SUBJECT = "(no subject)"
 
@@ -110,12 +111,14 @@ class EmlLoader:
 
 
 def _mbox_messages(data: bytes) -> Iterator[bytes]:
-    """Each message's bytes, without its "From " separator line, in file order."""
+    """Each message's bytes, without its "From " separator line, in file order, with body
+    lines the mailbox escaped (">From ...", so they are not separators) unescaped."""
     separators = _FROM_LINE.finditer(data)
     current = next(separators, None)
     while current is not None:
         following = next(separators, None)
-        yield data[current.end() : following.start() if following else len(data)]
+        message = data[current.end() : following.start() if following else len(data)]
+        yield _ESCAPED_FROM.sub(rb"\1", message)
         current = following
 
 
