@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from email.message import EmailMessage
 from typing import Any
 
-from ..errors import LoaderError
+from ..errors import EmptyDocumentError, LoaderError
 from ..models import ParsedDocument
 from .html import add_html
 from .text import DocumentBuilder, clean_inline, split_paragraphs
@@ -26,6 +26,11 @@ _FROM_LINE = re.compile(rb"^From [^\r\n]*\r?\n", re.MULTILINE)
 _ESCAPED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 _HEADER_LINE = re.compile(rb"^[!-9;-~]+:", re.MULTILINE)  # a "Name:" header field
 NO_SUBJECT = "(no subject)"
+
+
+def _check_not_empty(data: bytes, source: str) -> None:
+    if not data.strip():
+        raise EmptyDocumentError(source, "empty file")
 
 
 def _parse(data: bytes, source: str) -> EmailMessage:
@@ -103,6 +108,7 @@ class EmlLoader:
     extensions: tuple[str, ...] = (".eml",)
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
+        _check_not_empty(data, source)
         if not _HEADER_LINE.match(data.lstrip()):
             raise LoaderError(source, "not an e-mail message (it does not start with header fields)")
         builder = DocumentBuilder()
@@ -128,6 +134,7 @@ class MboxLoader:
     extensions: tuple[str, ...] = (".mbox",)
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
+        _check_not_empty(data, source)
         if not data.startswith(b"From "):
             raise LoaderError(source, 'not an mbox mailbox (it does not start with a "From " line)')
         builder = DocumentBuilder()

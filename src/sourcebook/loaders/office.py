@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from ..errors import LoaderError, MissingExtraError, SourcebookError
+from ..errors import EmptyDocumentError, LoaderError, MissingExtraError, SourcebookError
 
 OFFICE_EXTRA = "office"
 _OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -53,6 +53,8 @@ def require(module: str, source: str, kind: str) -> ModuleType:
 def _check_package(data: bytes, source: str, kind: str) -> None:
     """Refuse, with the reason, bytes that cannot be a zip package: an encrypted document,
     an old binary format, or something else under the extension."""
+    if not data.strip():
+        raise EmptyDocumentError(source, "empty file")
     if data.startswith(_OLE_SIGNATURE):
         raise LoaderError(
             source,
