@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from .text import DocumentBuilder, clean_inline
 
-TABLE_PART_CHARS = 600
+TABLE_PART_CHARS = 500
 """Most characters of one table block. Markdown tables cost about one token per 2.5
 characters (every `|` is a token), so a part fits the default 256-token chunk with room for
 its heading prefix; a part that still does not fit is cut between rows by the chunker."""
