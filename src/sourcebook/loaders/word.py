@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import ParsedDocument
@@ -26,25 +27,53 @@ _STYLE_DEPTH = 5  # how far up a style's base styles a heading style is looked f
 _NOTE_PARTS = (("footnotes", "footnote", "Footnote"), ("endnotes", "endnote", "Endnote"))
 
 
-def _heading_level(paragraph: Any) -> int | None:
-    """The level a paragraph's style (or a style it derives from) or outline level gives it."""
-    style = paragraph.style
-    for _ in range(_STYLE_DEPTH):
-        if style is None:
-            break
-        match = _HEADING_STYLE.match(style.name or "")
-        if match:
-            return int(match.group(1))
-        style = style.base_style
+@dataclass(frozen=True)
+class _Style:
+    """What a paragraph style says about structure: its name and the heading level it (or a
+    style it derives from) gives."""
+
+    name: str
+    heading_level: int | None
+
+
+class _Styles:
+    """Paragraph styles by id, each resolved once: python-docx looks a style up by scanning
+    every style in the document, which made that lookup most of the load time."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str | None, _Style] = {}
+
+    def of(self, paragraph: Any) -> _Style:
+        style_id = paragraph._p.style
+        if style_id not in self._by_id:
+            self._by_id[style_id] = self._resolve(paragraph.style)
+        return self._by_id[style_id]
+
+    @staticmethod
+    def _resolve(style: Any) -> _Style:
+        name = (style.name or "") if style is not None else ""
+        for _ in range(_STYLE_DEPTH):
+            if style is None:
+                break
+            match = _HEADING_STYLE.match(style.name or "")
+            if match:
+                return _Style(name, int(match.group(1)))
+            style = style.base_style
+        return _Style(name, None)
+
+
+def _heading_level(paragraph: Any, style: _Style) -> int | None:
+    """The level the paragraph's style or its own outline level gives it."""
+    if style.heading_level is not None:
+        return style.heading_level
     outline = paragraph._p.xpath("./w:pPr/w:outlineLvl/@w:val")
     if outline and outline[0].isdigit() and int(outline[0]) < 9:
         return int(outline[0]) + 1
     return None
 
 
-def _is_list_item(paragraph: Any) -> bool:
-    style_name = (paragraph.style.name or "") if paragraph.style is not None else ""
-    return bool(paragraph._p.xpath("./w:pPr/w:numPr")) or style_name.lower().startswith("list")
+def _is_list_item(paragraph: Any, style: _Style) -> bool:
+    return style.name.lower().startswith("list") or bool(paragraph._p.xpath("./w:pPr/w:numPr"))
 
 
 def _notes(document: Any) -> dict[tuple[str, str], str]:
@@ -87,6 +116,7 @@ class _DocxWalker:
         self.notes = notes
         self.list_lines: list[str] = []
         self.title: str | None = None
+        self.styles = _Styles()
 
     def walk(self, document: Any) -> None:
         from docx.table import Table
@@ -101,12 +131,12 @@ class _DocxWalker:
 
     def _paragraph(self, paragraph: Any) -> None:
         text = paragraph.text
-        style_name = (paragraph.style.name or "") if paragraph.style is not None else ""
-        if style_name == "Title" and self.title is None:
+        style = self.styles.of(paragraph)
+        if style.name == "Title" and self.title is None:
             self.title = clean_inline(text)
             return
-        level = _heading_level(paragraph)
-        if _is_list_item(paragraph) and level is None:
+        level = _heading_level(paragraph, style)
+        if level is None and _is_list_item(paragraph, style):
             self.list_lines.append(text)
         else:
             self._flush_list()
