@@ -30,7 +30,7 @@ def test_epub_reads_chapters_in_spine_order_with_heading_paths() -> None:
         ("heading", "Chapter 1", ("Chapter 1",)),  # the next chapter's h1 closes the first
         ("heading", "Geneva", geneva),
         ("paragraph", "I am by birth a Genevese.", geneva),
-        ("table", "Name | Age\nVictor | 17", geneva),
+        ("table", "| Name | Age |\n| --- | --- |\n| Victor | 17 |", geneva),
     ]
     assert _sniff(data) == "application/epub+zip"  # recognised without an extension
 

@@ -62,7 +62,7 @@ def test_main_content_blocks_and_heading_paths() -> None:
         ("list", "Step one\ndetail\nStep two", install),
         ("code", "pip install  sourcebook\n  --upgrade", install),
         ("heading", "Options", options),
-        ("table", "Name | Default\ntop_k | 10", options),
+        ("table", "| Name | Default |\n| --- | --- |\n| top_k | 10 |", options),
         ("paragraph", "Term", options),
         ("paragraph", "Definition", options),
         ("paragraph", "Quoted", options),
@@ -108,7 +108,7 @@ def test_layout_tables_are_read_as_containers() -> None:
         b"<table><tr><td>cell</td></tr></table><p>Para</p></td></tr></table></body>"
     )
     doc = load(html, "old.html")
-    assert [(b.kind, b.text) for b in doc.blocks] == [("heading", "Old site"), ("table", "cell"), ("paragraph", "Para")]
+    assert [(b.kind, b.text) for b in doc.blocks] == [("heading", "Old site"), ("table", "| cell |\n| --- |"), ("paragraph", "Para")]
 
 
 @pytest.mark.parametrize(

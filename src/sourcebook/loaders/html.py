@@ -14,6 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..errors import LoaderError
 from ..models import ParsedDocument
+from .tables import add_table
 from .text import DocumentBuilder, clean_inline, decode_text
 
 _DROP_TAGS = frozenset(
@@ -109,13 +110,8 @@ def _nested_lists(node: LexborNode) -> Iterator[LexborNode]:
             yield from _nested_lists(child)
 
 
-def _table_rows(table: LexborNode) -> list[str]:
-    rows = []
-    for row in table.css("tr"):
-        cells = [clean_inline(_text(cell)) for cell in _elements(row) if cell.tag in {"td", "th"}]
-        if any(cells):
-            rows.append(" | ".join(cells))
-    return rows
+def _table_rows(table: LexborNode) -> list[list[str]]:
+    return [[_text(cell) for cell in _elements(row) if cell.tag in {"td", "th"}] for row in table.css("tr")]
 
 
 def _is_layout_table(table: LexborNode) -> bool:
@@ -159,7 +155,7 @@ class _HtmlWalker:
             self.builder.add("code", node.text(deep=True, strip=False))
         elif tag == "table" and not _is_layout_table(node):
             self.flush()
-            self.builder.add("table", "\n".join(_table_rows(node)))
+            add_table(self.builder, _table_rows(node))
         elif tag in _BLOCKS:
             self.flush()
             self.walk(node, in_section or tag in _SECTIONING)

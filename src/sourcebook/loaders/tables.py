@@ -71,13 +71,18 @@ def _parts(
 
 
 def add_table(builder: DocumentBuilder, rows: Iterable[Sequence[object]], page: int | None = None) -> None:
-    """Add a table whose first non-empty row is its header, as one or more table blocks."""
+    """Add a table whose first non-empty row is its header, as one or more table blocks
+    (a table of one row is a header-only table)."""
     cleaned = (cells for row in rows if (cells := _cells(row)) is not None)
     header = next(cleaned, None)
     if header is None:
         return
+    parts = 0
     for part in _parts(header, enumerate(cleaned)):
         builder.add("table", render_table(header, [cells for _, cells in part]), page=page)
+        parts += 1
+    if not parts:  # a table of one row
+        builder.add("table", render_table(header, []), page=page)
 
 
 def add_sheet(
