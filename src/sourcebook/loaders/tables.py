@@ -51,12 +51,12 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _parts(
-    header: Sequence[str], rows: Iterable[tuple[int, list[str]]]
+    header: Sequence[str], rows: Iterable[tuple[int, list[str]]], lead_chars: int = 0
 ) -> Iterator[list[tuple[int, list[str]]]]:
     """`rows` (numbered) in runs of at most `TABLE_PART_CHARS` with the header (each run
     at least one row), taken lazily so a streamed sheet is never held whole."""
     width = len(header)
-    header_chars = _line_chars(header, width) + 1 + _line_chars(["---"] * width, width)
+    header_chars = lead_chars + _line_chars(header, width) + 1 + _line_chars(["---"] * width, width)
     part: list[tuple[int, list[str]]] = []
     size = header_chars
     for number, cells in rows:
@@ -70,19 +70,24 @@ def _parts(
         yield part
 
 
-def add_table(builder: DocumentBuilder, rows: Iterable[Sequence[object]], page: int | None = None) -> None:
+def add_table(
+    builder: DocumentBuilder, rows: Iterable[Sequence[object]], page: int | None = None, lead: Sequence[str] = ()
+) -> None:
     """Add a table whose first non-empty row is its header, as one or more table blocks
-    (a table of one row is a header-only table)."""
+    (a table of one row is a header-only table). `lead` (a caption, the sentence that
+    introduces the table) opens every part, so each chunk of the table says what it is."""
     cleaned = (cells for row in rows if (cells := _cells(row)) is not None)
     header = next(cleaned, None)
     if header is None:
         return
+    lead_lines = [line for line in (clean_inline(text) for text in lead) if line]
+    lead_chars = sum(len(line) + 1 for line in lead_lines)
     parts = 0
-    for part in _parts(header, enumerate(cleaned)):
-        builder.add("table", render_table(header, [cells for _, cells in part]), page=page)
+    for part in _parts(header, enumerate(cleaned), lead_chars):
+        builder.add("table", "\n".join([*lead_lines, render_table(header, [cells for _, cells in part])]), page=page)
         parts += 1
     if not parts:  # a table of one row
-        builder.add("table", render_table(header, []), page=page)
+        builder.add("table", "\n".join([*lead_lines, render_table(header, [])]), page=page)
 
 
 def add_sheet(
