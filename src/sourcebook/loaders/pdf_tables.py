@@ -9,7 +9,7 @@ introduces it (a paragraph just before it ending with ":") move into the table's
 every part of the table carries them into its chunk.
 
 pdfplumber parses a page far more slowly than pypdf, so only pages whose content stream draws
-lines or rectangles are given to it; without the extra, PDFs read as before, tables as text.
+a grid are given to it; without the extra, PDFs read as before, tables as text.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ from pypdf import PdfReader
 
 from .text import clean_inline
 
-_DRAWS_LINES = re.compile(rb"(?<![\w/.])(?:re|l)\s")
+_RECTANGLE = re.compile(rb"(?<![\w/.])re(?![\w])")  # the `re` operator
+_SEGMENT = re.compile(rb"(-?[\d.]+)\s+(-?[\d.]+)\s+m\s+(-?[\d.]+)\s+(-?[\d.]+)\s+l(?![\w])")  # x y m x y l
+_MIN_GRID = 4  # rectangles: the cells of a table of two rows and two columns
+_MIN_LINES = 3  # each way: a table of two rows and two columns, its outer border included
+_STRAIGHT = 0.5  # points
 _CAPTION = re.compile(r"^(?:table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
 # A caption may end the paragraph before the table ("... listed below. Table 1: Sizes").
 _ENDS_WITH_CAPTION = re.compile(r"(?:^|[.:!?]\s+)(?:table|tab\.)\s*[\dIVXivx]+\b[^.!?]*$", re.IGNORECASE)
@@ -47,13 +51,24 @@ class PageTable:
         return y is not None and self.bottom - _EDGE_TOLERANCE <= y <= self.top + _EDGE_TOLERANCE
 
 
-def _draws_lines(page: Any) -> bool:
-    """Whether the page's content stream draws paths at all (a table's borders are paths)."""
+def _may_hold_table(page: Any) -> bool:
+    """Whether the page draws a grid: four rectangles (cell borders), or three vertical and
+    three horizontal straight lines. Read from the raw content stream, which costs little next to
+    pdfplumber's parse; rules under headings and boxes around code, drawn as horizontal lines
+    or a box of four lines, do not pass."""
     try:
         contents = page.get_contents()
-        return contents is not None and bool(_DRAWS_LINES.search(contents.get_data()))
+        stream = contents.get_data() if contents is not None else b""
     except Exception:  # a damaged stream: pypdf's text of it is what we have
         return False
+    if len(_RECTANGLE.findall(stream)) >= _MIN_GRID:
+        return True
+    vertical = horizontal = 0
+    for match in _SEGMENT.finditer(stream):
+        x1, y1, x2, y2 = (float(number) for number in match.groups())
+        vertical += abs(x1 - x2) < _STRAIGHT and abs(y1 - y2) >= _STRAIGHT
+        horizontal += abs(y1 - y2) < _STRAIGHT and abs(x1 - x2) >= _STRAIGHT
+    return vertical >= _MIN_LINES and horizontal >= _MIN_LINES
 
 
 def find_tables(data: bytes, reader: PdfReader, numbers: Sequence[int]) -> dict[int, list[PageTable]]:
@@ -63,7 +78,7 @@ def find_tables(data: bytes, reader: PdfReader, numbers: Sequence[int]) -> dict[
         pdfplumber = importlib.import_module("pdfplumber")
     except ImportError:
         return {}
-    candidates = [number for number in numbers if _draws_lines(reader.pages[number - 1])]
+    candidates = [number for number in numbers if _may_hold_table(reader.pages[number - 1])]
     if not candidates:
         return {}
     found: dict[int, list[PageTable]] = {}
