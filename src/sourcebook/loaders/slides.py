@@ -24,8 +24,19 @@ NOTES_HEADING = "Speaker notes"
 
 
 def _reading_order(shapes: Iterable[Any]) -> list[Any]:
-    """Shapes by position (top, then left); shapes without one keep their place at the end."""
-    return sorted(shapes, key=lambda shape: (shape.top is None, shape.top or 0, shape.left or 0))
+    """Shapes by position (top, then left); shapes without one keep their place at the end.
+
+    A placeholder's position is looked up through its layout and master (slow in
+    python-pptx), so each is read once, and not at all for a lone shape."""
+    shapes = list(shapes)
+    if len(shapes) < 2:
+        return shapes
+
+    def position(shape: Any) -> tuple[bool, int, int]:
+        top, left = shape.top, shape.left
+        return top is None, top or 0, left or 0
+
+    return sorted(shapes, key=position)
 
 
 def _leaf_shapes(shapes: Iterable[Any]) -> Iterator[Any]:
