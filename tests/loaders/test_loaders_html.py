@@ -102,6 +102,14 @@ def test_empty_main_falls_back_to_body() -> None:
     assert [b.text for b in doc.blocks] == ["Rendered elsewhere"]
 
 
+def test_a_table_caption_opens_every_part_of_a_long_table() -> None:
+    rows = "".join(f"<tr><td>option_{i}</td><td>{i}</td></tr>" for i in range(60))
+    doc = load(f"<body><table><caption>Table 3: Options</caption><tr><th>Name</th><th>Default</th></tr>{rows}</table></body>".encode(), "t.html")
+    assert len(doc.blocks) > 1
+    assert all(b.kind == "table" and b.text.startswith("Table 3: Options\n| Name | Default |\n| --- | --- |\n") for b in doc.blocks)
+    assert [line for b in doc.blocks for line in b.text.split("\n")[3:]] == [f"| option_{i} | {i} |" for i in range(60)]
+
+
 def test_layout_tables_are_read_as_containers() -> None:
     html = (
         b"<body><table><tr><td><h1>Old site</h1>"

@@ -155,7 +155,8 @@ class _HtmlWalker:
             self.builder.add("code", node.text(deep=True, strip=False))
         elif tag == "table" and not _is_layout_table(node):
             self.flush()
-            add_table(self.builder, _table_rows(node))
+            caption = node.css_first("caption")
+            add_table(self.builder, _table_rows(node), lead=[_text(caption)] if caption is not None else [])
         elif tag in _BLOCKS:
             self.flush()
             self.walk(node, in_section or tag in _SECTIONING)
