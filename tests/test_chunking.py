@@ -263,6 +263,23 @@ def test_chunks_never_span_two_pages() -> None:
     assert chunks[0].end <= spans[1][0] and chunks[1].end <= spans[3][0]
 
 
+def test_a_short_document_on_two_pages_is_still_a_chunk_per_page() -> None:
+    """A two-slide deck fits one chunk, but that chunk could cite only one of its slides."""
+    doc = doc_of(
+        Block("heading", "Slide 1: Results", ("Slide 1: Results",), page=1),
+        Block("paragraph", "Revenue grew.", ("Slide 1: Results",), page=1),
+        Block("heading", "Slide 2: Outlook", ("Slide 2: Outlook",), page=2),
+        Block("paragraph", "Hiring resumes.", ("Slide 2: Outlook",), page=2),
+    )
+    chunks = chunk_document(doc, simple_count, max_tokens=256)
+    assert [(c.page, c.heading_path, c.text) for c in chunks] == [
+        (1, ("Slide 1: Results",), "Slide 1: Results\n\nRevenue grew."),
+        (2, ("Slide 2: Outlook",), "Slide 2: Outlook\n\nHiring resumes."),
+    ]
+    one_page = doc_of(*(Block(b.kind, b.text, b.heading_path, 1) for b in doc.blocks))
+    assert len(chunk_document(one_page, simple_count, max_tokens=256)) == 1
+
+
 def test_long_paragraph_splits_at_sentences_with_overlap(real_count: Counter) -> None:
     doc = doc_of(Block("paragraph", prose(5000, longest=12)))
     chunks = chunk_document(doc, real_count, max_tokens=128, overlap=0.15)

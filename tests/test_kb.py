@@ -234,7 +234,13 @@ def _bad_inputs(folder: Path) -> dict[str, str]:
     (folder / "binary.txt").write_bytes(bytes(range(256)) * 40)
     (folder / "data.xyz").write_text("what format is this")
     (folder / "huge.md").write_text("# Big\n\n" + "word " * 400)
+    (folder / "cut.docx").write_bytes(b"PK\x03\x04\x14\x00 a zip cut short")
+    (folder / "locked.xlsx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504)  # what Office encrypts to
+    (folder / "photo.eml").write_bytes(b"\x89PNG\r\n\x1a\n not mail")
     return {
+        "cut.docx": "corrupt docx",
+        "locked.xlsx": "encrypted xlsx",
+        "photo.eml": "not an e-mail",
         "corrupt.pdf": "pdf",
         "locked.pdf": "encrypted",
         "empty.txt": "no",

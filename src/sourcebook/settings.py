@@ -23,7 +23,10 @@ from .tenants import DEFAULT_TENANT
 RetrievalMode = Literal["keyword", "vector", "hybrid", "graph"]
 AnswerMode = Literal["retrieval", "full-context", "auto"]
 
-DEFAULT_INCLUDE = ("*.txt", "*.md", "*.markdown", "*.html", "*.htm", "*.pdf", "*.rst", "*.text")
+DEFAULT_INCLUDE = (
+    "*.txt", "*.md", "*.markdown", "*.html", "*.htm", "*.pdf", "*.rst", "*.text",
+    "*.docx", "*.pptx", "*.xlsx", "*.xlsm", "*.odt", "*.csv", "*.tsv", "*.epub", "*.eml", "*.mbox",
+)  # fmt: skip
 DEFAULT_EXCLUDE = (".git/*", "*/.git/*", "node_modules/*", "*/node_modules/*", ".*", "*/.*")
 
 

@@ -62,7 +62,7 @@ def test_main_content_blocks_and_heading_paths() -> None:
         ("list", "Step one\ndetail\nStep two", install),
         ("code", "pip install  sourcebook\n  --upgrade", install),
         ("heading", "Options", options),
-        ("table", "Name | Default\ntop_k | 10", options),
+        ("table", "| Name | Default |\n| --- | --- |\n| top_k | 10 |", options),
         ("paragraph", "Term", options),
         ("paragraph", "Definition", options),
         ("paragraph", "Quoted", options),
@@ -102,13 +102,21 @@ def test_empty_main_falls_back_to_body() -> None:
     assert [b.text for b in doc.blocks] == ["Rendered elsewhere"]
 
 
+def test_a_table_caption_opens_every_part_of_a_long_table() -> None:
+    rows = "".join(f"<tr><td>option_{i}</td><td>{i}</td></tr>" for i in range(60))
+    doc = load(f"<body><table><caption>Table 3: Options</caption><tr><th>Name</th><th>Default</th></tr>{rows}</table></body>".encode(), "t.html")
+    assert len(doc.blocks) > 1
+    assert all(b.kind == "table" and b.text.startswith("Table 3: Options\n| Name | Default |\n| --- | --- |\n") for b in doc.blocks)
+    assert [line for b in doc.blocks for line in b.text.split("\n")[3:]] == [f"| option_{i} | {i} |" for i in range(60)]
+
+
 def test_layout_tables_are_read_as_containers() -> None:
     html = (
         b"<body><table><tr><td><h1>Old site</h1>"
         b"<table><tr><td>cell</td></tr></table><p>Para</p></td></tr></table></body>"
     )
     doc = load(html, "old.html")
-    assert [(b.kind, b.text) for b in doc.blocks] == [("heading", "Old site"), ("table", "cell"), ("paragraph", "Para")]
+    assert [(b.kind, b.text) for b in doc.blocks] == [("heading", "Old site"), ("table", "| cell |\n| --- |"), ("paragraph", "Para")]
 
 
 @pytest.mark.parametrize(

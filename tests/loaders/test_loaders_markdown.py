@@ -63,7 +63,7 @@ def test_blocks_kinds_text_and_heading_paths() -> None:
         ("heading", "Options", section),
         ("list", "first item continued\nsecond item\nnested item", section),
         ("list", "ordered", section),
-        ("table", "Name | Default\ntop_k | 10", section),
+        ("table", "| Name | Default |\n| --- | --- |\n| top_k | 10 |", section),
         ("code", "# not a heading\ndef f():\n    return  1", section),
         ("code", "indented code", section),
         ("paragraph", "quoted text", section),

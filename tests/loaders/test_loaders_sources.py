@@ -119,13 +119,13 @@ def test_content_is_sniffed_when_nothing_names_the_format(make_pdf: Callable[...
 
 
 def test_unsupported_extension_lists_the_supported_ones(tmp_path: Path, settings: Settings) -> None:
-    path = tmp_path / "report.docx"
+    path = tmp_path / "report.pages"  # Apple Pages: a zip package no loader reads
     path.write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(UnsupportedFormatError) as info:
         load_source(str(path), settings)
     message = str(info.value)
-    assert str(path) in message and "'.docx'" in message
-    for extension in (".md", ".html", ".pdf", ".txt"):
+    assert str(path) in message and "'.pages'" in message
+    for extension in (".md", ".html", ".pdf", ".txt", ".docx", ".xlsx", ".epub", ".eml"):
         assert extension in message
 
 
@@ -138,10 +138,13 @@ def test_raw_metadata_is_merged_into_the_document(tmp_path: Path, settings: Sett
     assert doc.source == str(path)
 
 
+OFFICE_AND_MAIL = (".docx", ".pptx", ".xlsx", ".odt", ".csv", ".tsv", ".epub", ".eml", ".mbox")
+
+
 @pytest.mark.parametrize("content", [b"", b"  \n\n\t "])
-@pytest.mark.parametrize("name", ["empty.txt", "empty.md", "empty.html", "empty.pdf"])
-def test_empty_files_of_every_format(tmp_path: Path, settings: Settings, name: str, content: bytes) -> None:
-    path = tmp_path / name
+@pytest.mark.parametrize("extension", [".txt", ".md", ".html", ".pdf", *OFFICE_AND_MAIL])
+def test_empty_files_of_every_format(tmp_path: Path, settings: Settings, extension: str, content: bytes) -> None:
+    path = tmp_path / f"empty{extension}"
     path.write_bytes(content)
     with pytest.raises(EmptyDocumentError) as info:
         load_source(str(path), settings)
@@ -151,14 +154,16 @@ def test_empty_files_of_every_format(tmp_path: Path, settings: Settings, name: s
 # --- registry ----------------------------------------------------------------------
 
 
-class _CsvLoader:
-    name: str = "csv"
-    media_types: tuple[str, ...] = ("text/csv",)
-    extensions: tuple[str, ...] = (".csv",)
+class _RecLoader:
+    """A format no built-in loader reads: GNU recutils' plain-text records."""
+
+    name: str = "rec"
+    media_types: tuple[str, ...] = ("text/x-recfile",)
+    extensions: tuple[str, ...] = (".rec",)
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         rows = data.decode().strip().splitlines()
-        return ParsedDocument(source, "table", (Block("table", "\n".join(rows)),), "text/csv")
+        return ParsedDocument(source, "table", (Block("table", "\n".join(rows)),), "text/x-recfile")
 
 
 @pytest.fixture
@@ -169,11 +174,11 @@ def clean_registry() -> Iterator[None]:
 
 @pytest.mark.usefixtures("clean_registry")
 def test_register_loader_adds_a_format() -> None:
-    assert get_loader(extension=".csv") is None
-    register_loader(_CsvLoader())
-    assert get_loader(extension="CSV").name == "csv"  # type: ignore[union-attr]
-    assert get_loader(media_type="text/csv; header=present").name == "csv"  # type: ignore[union-attr]
-    assert parse(_raw("t.csv", b"a,b\n1,2\n")).blocks[0].kind == "table"
+    assert get_loader(extension=".rec") is None
+    register_loader(_RecLoader())
+    assert get_loader(extension="REC").name == "rec"  # type: ignore[union-attr]
+    assert get_loader(media_type="text/x-recfile; charset=utf-8").name == "rec"  # type: ignore[union-attr]
+    assert parse(_raw("t.rec", b"a: 1\nb: 2\n")).blocks[0].kind == "table"
 
 
 def test_register_loader_rejects_non_loaders() -> None:
@@ -188,13 +193,15 @@ def test_entry_point_plugins_load_and_broken_ones_are_skipped(
     module = __name__
     globals()["_NOT_A_LOADER"] = object()
     install_distribution(tmp_path, monkeypatch, {"sourcebook.loaders": {
-        "csv": f"{module}:_CsvLoader",
+        "rec": f"{module}:_RecLoader",
         "broken": "no_such_module_xyz:Loader",
         "odd": f"{module}:_NOT_A_LOADER",
     }})
     with caplog.at_level(logging.WARNING):
-        assert get_loader(extension=".csv").name == "csv"  # type: ignore[union-attr]
-    assert [loader.name for loader in LOADERS.parts()] == ["csv", "markdown", "html", "pdf", "text"]
+        assert get_loader(extension=".rec").name == "rec"  # type: ignore[union-attr]
+    assert [loader.name for loader in LOADERS.parts()] == [
+        "rec", "markdown", "html", "pdf", "text", "docx", "pptx", "xlsx", "odt", "csv", "epub", "eml", "mbox",
+    ]  # fmt: skip
     assert "broken" in caplog.text and "odd" in caplog.text
 
 

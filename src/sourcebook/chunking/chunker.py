@@ -1,6 +1,7 @@
 """Structure-aware chunking: sections first, then ever finer splits only where needed.
 
-A document that fits the embedding model's budget is one chunk. Otherwise it is cut
+A document that fits the embedding model's budget is one chunk, unless it spans pages
+(or slides): a chunk cites one page. Otherwise it is cut
 into sections at heading blocks (a heading with no body joins the next section) and
 each section is packed on its own, so no chunk mixes two sections. Whole blocks are
 packed while they fit; a block that is too big alone is split at paragraph breaks,
@@ -325,7 +326,7 @@ class _DocumentChunker:
             return [short]
         pieces = self._pieces
         total = sum(p.tokens for p in pieces) + self._prefix_tokens([p.start for p in pieces])
-        if total <= self.max_tokens:
+        if total <= self.max_tokens and self._one_page:
             return [self._chunk(0, *self.whole)]
         return self._packed()
 
@@ -344,9 +345,10 @@ class _DocumentChunker:
     # -- drafts ----------------------------------------------------------------------
 
     def _short_candidate(self, start: int, end: int) -> Chunk | None:
-        """The whole document as one chunk, if short enough that it likely fits."""
+        """The whole document as one chunk, if short enough that it likely fits and on one
+        page (a chunk cites one page or slide: a short deck is still a chunk per slide)."""
         prefix = self._raw_prefix(self._heading_path(start, end))
-        if len(prefix) + end - start > self.max_tokens * _LIKELY_FITS_CHARS_PER_TOKEN:
+        if len(prefix) + end - start > self.max_tokens * _LIKELY_FITS_CHARS_PER_TOKEN or not self._one_page:
             return None
         return self._chunk(0, start, end, prefix)
 
@@ -397,6 +399,10 @@ class _DocumentChunker:
         )
 
     # -- structure: blocks, atoms, sections, heading paths, prefixes -----------------
+
+    @cached_property
+    def _one_page(self) -> bool:
+        return len({block.page for block in self.blocks}) <= 1
 
     @cached_property
     def _trimmed_blocks(self) -> list[tuple[Span, tuple[Splitter, ...]]]:

@@ -67,6 +67,15 @@ LOADERS: PluginKind[Loader] = PluginKind(
         Builtin("html", "sourcebook.loaders.html:HtmlLoader"),
         Builtin("pdf", "sourcebook.loaders.pdf:PdfLoader"),
         Builtin("text", "sourcebook.loaders.text:TextLoader"),
+        # Office and e-book formats: their libraries (the `office` extra) load with a file.
+        Builtin("docx", "sourcebook.loaders.word:DocxLoader"),
+        Builtin("pptx", "sourcebook.loaders.slides:PptxLoader"),
+        Builtin("xlsx", "sourcebook.loaders.sheets:XlsxLoader"),
+        Builtin("odt", "sourcebook.loaders.odt:OdtLoader"),
+        Builtin("csv", "sourcebook.loaders.sheets:CsvLoader"),
+        Builtin("epub", "sourcebook.loaders.epub:EpubLoader"),
+        Builtin("eml", "sourcebook.loaders.mail:EmlLoader"),
+        Builtin("mbox", "sourcebook.loaders.mail:MboxLoader"),
     ],
     prepare=_as_loader,
 )

@@ -14,6 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..errors import LoaderError
 from ..models import ParsedDocument
+from .tables import add_table
 from .text import DocumentBuilder, clean_inline, decode_text
 
 _DROP_TAGS = frozenset(
@@ -109,13 +110,8 @@ def _nested_lists(node: LexborNode) -> Iterator[LexborNode]:
             yield from _nested_lists(child)
 
 
-def _table_rows(table: LexborNode) -> list[str]:
-    rows = []
-    for row in table.css("tr"):
-        cells = [clean_inline(_text(cell)) for cell in _elements(row) if cell.tag in {"td", "th"}]
-        if any(cells):
-            rows.append(" | ".join(cells))
-    return rows
+def _table_rows(table: LexborNode) -> list[list[str]]:
+    return [[_text(cell) for cell in _elements(row) if cell.tag in {"td", "th"}] for row in table.css("tr")]
 
 
 def _is_layout_table(table: LexborNode) -> bool:
@@ -159,7 +155,8 @@ class _HtmlWalker:
             self.builder.add("code", node.text(deep=True, strip=False))
         elif tag == "table" and not _is_layout_table(node):
             self.flush()
-            self.builder.add("table", "\n".join(_table_rows(node)))
+            caption = node.css_first("caption")
+            add_table(self.builder, _table_rows(node), lead=[_text(caption)] if caption is not None else [])
         elif tag in _BLOCKS:
             self.flush()
             self.walk(node, in_section or tag in _SECTIONING)
@@ -190,6 +187,21 @@ def html_fragment_text(html: str) -> str:
     return _text(root) if root is not None else ""
 
 
+def add_html(builder: DocumentBuilder, text: str, source: str) -> LexborHTMLParser:
+    """Add the main content of the page `text` to `builder` (after what it holds), and
+    return the parsed page. E-book chapters and HTML e-mail bodies are pages too."""
+    tree = LexborHTMLParser(text)
+    blocks_before = builder.block_count
+    try:
+        for root in _content_roots(tree):
+            _HtmlWalker(builder).walk(root, in_section=root.tag != "body")
+            if builder.block_count > blocks_before:
+                break
+    except RecursionError:
+        raise LoaderError(source, "HTML is nested too deeply to read") from None
+    return tree
+
+
 class HtmlLoader:
     name: str = "html"
     media_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
@@ -197,15 +209,8 @@ class HtmlLoader:
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
         text, encoding = decode_text(data, source, declared=_declared_charset(data))
-        tree = LexborHTMLParser(text)
         builder = DocumentBuilder()
-        try:
-            for root in _content_roots(tree):
-                _HtmlWalker(builder).walk(root, in_section=root.tag != "body")
-                if not builder.empty:
-                    break
-        except RecursionError:
-            raise LoaderError(source, "HTML is nested too deeply to read") from None
+        tree = add_html(builder, text, source)
         title_node = tree.css_first("title")
         title = clean_inline(title_node.text()) if title_node is not None else ""
         return builder.build(source, title or builder.first_h1, self.media_types[0], self._metadata(tree, encoding))

@@ -14,6 +14,7 @@ from markdown_it.token import Token
 
 from ..models import ParsedDocument
 from .html import html_fragment_text
+from .tables import add_table
 from .text import DocumentBuilder, decode_text
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -76,7 +77,7 @@ class _TokenWalker:
     """Turns the flat token stream into blocks.
 
     Lists and tables are gathered across their open/close tokens so each becomes
-    one block (items or rows as lines), keeping them whole for the chunker.
+    one block (items as lines; a table as a Markdown table, split by rows if long).
     """
 
     def __init__(self, builder: DocumentBuilder) -> None:
@@ -84,7 +85,7 @@ class _TokenWalker:
         self.heading_level: int | None = None
         self.list_depth = 0
         self.list_lines: list[str] = []
-        self.table_rows: list[str] | None = None
+        self.table_rows: list[list[str]] | None = None
         self.row: list[str] | None = None
 
     def walk(self, tokens: list[Token]) -> None:
@@ -113,12 +114,12 @@ class _TokenWalker:
         elif kind == "table_open":
             self.table_rows = []
         elif kind == "table_close" and self.table_rows is not None:
-            self.builder.add("table", "\n".join(self.table_rows))
+            add_table(self.builder, self.table_rows)
             self.table_rows = None
         elif kind == "tr_open":
             self.row = []
         elif kind == "tr_close" and self.row is not None and self.table_rows is not None:
-            self.table_rows.append(" | ".join(self.row))
+            self.table_rows.append(self.row)
             self.row = None
 
     def _text(self, text: str, code: bool = False) -> None:

@@ -8,6 +8,7 @@ a jump to a new column, a bullet, or after a short line that ends a sentence.
 Short paragraphs set larger than the body text become headings (the largest
 size is level 1), which gives PDF chunks section paths like other formats, and
 running headers and footers are dropped so they do not repeat in every chunk.
+Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`).
 Title: the PDF's metadata title, else its first level-1 heading, else first line.
 """
 
@@ -28,6 +29,8 @@ from pypdf.errors import DependencyError, PdfReadWarning
 
 from ..errors import EmptyDocumentError, LoaderError
 from ..models import ParsedDocument
+from .pdf_tables import PageTable, attach_captions, find_tables, split_at_tables
+from .tables import add_table
 from .text import DocumentBuilder, clean_inline, short_title
 
 # pypdf logs (and sometimes warns about) every oddity of real-world PDFs it works
@@ -244,11 +247,14 @@ def _info(reader: PdfReader) -> dict[str, str]:
     return {key: clean_inline(str(value)) for key, value in fields.items() if value and clean_inline(str(value))}
 
 
-def _blocks(paragraphs: list[tuple[int, Paragraph]]) -> DocumentBuilder:
-    """Headings and paragraphs, in order, from (page number, paragraph) pairs."""
-    levels = heading_levels([paragraph for _, paragraph in paragraphs])
+def _blocks(paragraphs: list[tuple[int, Paragraph | PageTable]]) -> DocumentBuilder:
+    """Headings, paragraphs and tables, in order, from (page number, item) pairs."""
+    levels = heading_levels([paragraph for _, paragraph in paragraphs if isinstance(paragraph, Paragraph)])
     builder = DocumentBuilder()
     for number, paragraph in paragraphs:
+        if isinstance(paragraph, PageTable):
+            add_table(builder, paragraph.rows, page=number, lead=paragraph.lead)
+            continue
         level = levels.get(paragraph.size) if paragraph.size is not None else None
         if level is not None and _heading_shaped(paragraph.text):
             builder.heading(level, paragraph.text, page=number)
@@ -273,12 +279,14 @@ class PdfLoader:
                 pages[number] = page_lines(page)
             except Exception:  # one damaged page should not lose the rest
                 unreadable.append(number)
+        tables = find_tables(data, reader, list(pages))
         paragraphs = [
-            (number, paragraph)
+            (number, item)
             for number, lines in zip(pages, drop_running_lines(list(pages.values())), strict=True)
-            for paragraph in page_paragraphs(lines)
+            for run in split_at_tables(lines, tables.get(number, []))
+            for item in (page_paragraphs(run) if isinstance(run, list) else [run])
         ]
-        builder = _blocks(paragraphs)
+        builder = _blocks(attach_captions(paragraphs))
         if builder.empty and unreadable:
             raise LoaderError(source, f"corrupt or unreadable PDF: text extraction failed on pages {unreadable}")
         if builder.empty:
@@ -289,5 +297,6 @@ class PdfLoader:
             metadata["author"] = info["author"]
         if unreadable:
             metadata["unreadable_pages"] = unreadable
-        title = info.get("title") or builder.first_h1 or short_title(paragraphs[0][1].text)
+        first_text = next(item.text for _, item in paragraphs if isinstance(item, Paragraph)) if paragraphs else ""
+        title = info.get("title") or builder.first_h1 or short_title(first_text)
         return builder.build(source, title, self.media_types[0], metadata)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import replace
@@ -22,6 +23,7 @@ from .base import Loader, RawSource, bare_media_type, get_loader, supported_exte
 
 # Servers label many documents with these; the file extension says more.
 _GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "text/plain"})
+_PACKAGE_MEDIA_TYPE = re.compile(rb"[\w.+-]+/[\w.+-]*")
 
 
 # --- reading -------------------------------------------------------------------------
@@ -114,10 +116,17 @@ def _choose_loader(raw: RawSource) -> Loader | None:
 
 
 def _sniff(data: bytes) -> str | None:
-    """Recognise PDF and HTML by their first bytes when nothing else names the format."""
+    """Recognise PDF, HTML and OpenDocument/EPUB packages by their first bytes when nothing
+    else names the format. (Such a package's first zip member is a stored file named
+    "mimetype" holding its media type, at a fixed offset, so it can be read without unzipping.)"""
     head = data[:1024]
     if b"%PDF-" in head:
         return "application/pdf"
+    if head.startswith(b"PK\x03\x04") and head[30:38] == b"mimetype":
+        # The zip local header: stored size at 18, name length at 26, extra length at 28, name at 30.
+        start = 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+        media_type = head[start : start + int.from_bytes(head[18:22], "little")]
+        return media_type.decode("ascii") if _PACKAGE_MEDIA_TYPE.fullmatch(media_type) else None
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if start.startswith((b"<!doctype html", b"<html")):
         return "text/html"

@@ -170,6 +170,10 @@ class DocumentBuilder:
     def empty(self) -> bool:
         return not self._blocks
 
+    @property
+    def block_count(self) -> int:
+        return len(self._blocks)
+
     def heading(self, level: int, text: str, page: int | None = None) -> None:
         text = clean_inline(text)
         if not text:
