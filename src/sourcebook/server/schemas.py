@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler, StringConstraints
 from pydantic import Strict as PydanticStrict
+from pydantic.json_schema import JsonSchemaValue
+from typing_extensions import TypeAliasType
 
 from ..models import DocumentRecord, DocumentStatus, check_metadata
 
@@ -37,8 +39,28 @@ Finite = Field(allow_inf_nan=False)
 Boolean = Annotated[bool, PydanticStrict()]
 """The converse of NoBool: JSON `true`/`false` only, not 0, 1 or "yes" (pydantic's lax mode takes
 them; the schema fuzz run sent `"rewrite": 0`). The JSON Schema stays `{"type": "boolean"}`."""
-JsonMetadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
-"""Free-form metadata a document keeps: JSON a store can hold (finite numbers, valid Unicode)."""
+NoNulText = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]
+"""Text a store can keep: PostgreSQL's text and jsonb refuse the NUL character."""
+
+
+class KeysWithoutNul:
+    """JSON Schema of an object whose keys are `NoNulText`: pydantic writes `patternProperties`,
+    which lets a key matching no pattern through as an additional property (the schema fuzz run
+    sent one); `propertyNames` says what the validator enforces."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        ((pattern, values),) = schema.pop("patternProperties").items()
+        return {**schema, "propertyNames": {"pattern": pattern}, "additionalProperties": values}
+
+
+MetadataValue = TypeAliasType(
+    "MetadataValue",
+    "NoNulText | bool | int | float | None | list[MetadataValue] | Annotated[dict[NoNulText, MetadataValue], KeysWithoutNul()]",
+)
+JsonMetadata = Annotated[dict[NoNulText, MetadataValue], KeysWithoutNul(), AfterValidator(check_metadata)]
+"""Free-form metadata a document keeps: JSON a store can hold (finite numbers, valid Unicode, no
+NUL), the schema saying as much as JSON Schema can."""
 
 
 class Strict(BaseModel):

@@ -307,9 +307,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "search_generations",
         (
-            f"""CREATE TABLE search_generations (
+            # idempotent, as every migration after the 4th: a database whose record of them was lost re-runs them
+            f"""CREATE TABLE IF NOT EXISTS search_generations (
                 {_TENANT} PRIMARY KEY,
                 value bigint NOT NULL)""",
+            "DROP POLICY IF EXISTS tenant_isolation ON search_generations",
             *_row_level_security(GENERATION_TABLES),
         ),
         about="a number per tenant every write that changes search results moves on (the query cache's key)",
