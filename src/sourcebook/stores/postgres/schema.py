@@ -50,7 +50,8 @@ GRAPH_TABLES = (
     "graph_extractions",
 )
 WINDOW_TABLES = ("chunk_windows",)
-ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, "api_keys")
+SUMMARY_TABLES = ("summaries",)
+ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *SUMMARY_TABLES, "api_keys")
 """Every table the store's sessions read and write (`restricted_role` grants them)."""
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
@@ -302,6 +303,21 @@ MIGRATIONS: tuple[Migration, ...] = (
                                AND other.source = documents.metadata->>'path')""",
         ),
         about="a file's identity is its resolved path: documents stored under a typed spelling take it",
+    ),
+    Migration(
+        "summary_cache",
+        (
+            f"""CREATE TABLE summaries (
+                {_TENANT},
+                subject text NOT NULL,
+                summarizer text NOT NULL,
+                content_hash text NOT NULL,
+                data jsonb NOT NULL,
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, subject, summarizer))""",
+            *_row_level_security(SUMMARY_TABLES),
+        ),
+        about="summaries by subject (document or collection) and summarizer, with the content hash they cite",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
