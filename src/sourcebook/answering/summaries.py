@@ -52,6 +52,9 @@ MAX_COLLECTION_DOCUMENTS = 20
 """A collection summary draws on its largest documents (by chunks), at most this many."""
 REDUNDANT = 0.9
 """Cosine above which a second sentence of a section adds nothing to the first."""
+ANAPHORA = ("it ", "its ", "this ", "these ", "that ", "those ", "they ", "he ", "she ", "such ")
+ANAPHORA_PENALTY = 0.1
+"""A sentence opening with a pronoun leans on the one before it, which a summary leaves out."""
 
 
 class SummaryStore(DocumentStore, SummaryCache, Protocol):
@@ -117,7 +120,7 @@ class Summarizer:
         for section, slots in zip(sections, _slots([len(s) for s in sections], self._sentences), strict=True):
             section_vectors = vectors[offset : offset + len(section)]
             offset += len(section)
-            for index in _central(section_vectors, slots):
+            for index in _central(section_vectors, [text for *_, text in section], slots):
                 chunk, start, text = section[index]
                 citation = Citation(0, chunk.document_id, chunk.source, chunk.id, text, chunk.title, chunk.heading_path, chunk.page)
                 chosen.append((chunk.position, start, Statement(text, (citation,))))
@@ -273,14 +276,16 @@ def _slots(sizes: Sequence[int], budget: int) -> list[int]:
     return slots
 
 
-def _central(vectors: np.ndarray, count: int) -> list[int]:
-    """Indexes of the `count` sentences closest to the section's mean, skipping near-repeats."""
+def _central(vectors: np.ndarray, texts: Sequence[str], count: int) -> list[int]:
+    """Indexes of the `count` sentences closest to the section's mean (ones opening with a pronoun
+    less so), skipping near-repeats."""
     if count == 0:
         return []
     mean = vectors.mean(axis=0)
     mean = mean / (np.linalg.norm(mean) or 1.0)
+    penalties = np.array([ANAPHORA_PENALTY if t.lower().startswith(ANAPHORA) else 0.0 for t in texts])
     picked: list[int] = []
-    for index in np.argsort(-(vectors @ mean)):
+    for index in np.argsort(-(vectors @ mean - penalties)):
         if all(float(vectors[index] @ vectors[other]) < REDUNDANT for other in picked):
             picked.append(int(index))
         if len(picked) == count:
