@@ -104,3 +104,22 @@ def test_cli_related_json_contract_and_human_output(related_kb):
     human = runner.invoke(app, ["--db", kb.settings.db, "related", "--chunk", chunk])
     assert human.exit_code == 0 and "deploys.md" not in human.stdout and "score" in human.stdout
     assert runner.invoke(app, ["--db", kb.settings.db, "related"]).exit_code == 2
+
+
+def test_related_and_summaries_on_postgres(migrated_postgres_dsn: str, tmp_path: Path) -> None:
+    """The same public store methods on Postgres: itself left out, collections and tenants kept
+    (row-level security underneath), the summary cached in the database."""
+    with KnowledgeBase.open(migrated_postgres_dsn) as kb:
+        ids = {}
+        for (collection, name), text in DOCS.items():
+            path = tmp_path / name
+            path.write_text(text, encoding="utf-8")
+            ids[name] = kb.add(str(path), collection)[0].document_id
+        kb.for_tenant("acme").add(str(tmp_path / "holidays.md"), "hr")
+        found = kb.related(ids["leave.md"], top_k=10)
+        assert len(found) == 4 and ids["leave.md"] not in {d.document_id for d in found}
+        assert {d.collection for d in kb.related(ids["leave.md"], collections=["eng"])} == {"eng"}
+        assert kb.for_tenant("acme").related(kb.for_tenant("acme").documents()[0].id) == []
+        summary = kb.summarize(ids["leave.md"])
+        assert "27 days" in summary.summary and not summary.cached and kb.summarize(ids["leave.md"]).cached
+        assert not kb.for_tenant("acme").summarize(kb.for_tenant("acme").documents()[0].id).cached
