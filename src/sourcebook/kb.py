@@ -338,7 +338,7 @@ class KnowledgeBase:
         """The summarizer for `llm` ("provider:model"), else settings.llm; extractive when neither is set."""
         if sentences < 1:
             raise InvalidQueryError("a summary needs at least one sentence")
-        return Summarizer(self._store, self.embedder, self.settings, self.generator(llm), sentences)
+        return Summarizer(self._store, lambda: self.embedder, self.settings, self.generator(llm), sentences)
 
     def related(
         self, document: str, collection: str | None = None, *, top_k: int = 5,

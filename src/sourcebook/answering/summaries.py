@@ -1,8 +1,9 @@
 """Summaries of a document or a collection, every sentence cited like an answer.
 
 Offline (no LLM) a summary is extractive: the document's chunks are grouped into sections
-(consecutive chunks under the same two leading headings, else the same page); each section's
-sentences are embedded and the most central one (closest to the section's mean) stands for it.
+(consecutive chunks under the same two leading headings, else the same page); each sentence gets
+a vector from what ingestion stored (the mean of its sentence windows' vectors, so nothing is
+embedded again), and the most central one of a section (closest to its mean) stands for it.
 Sections share the sentence budget by size, and the chosen sentences are read back in document
 order, each quoting its chunk verbatim, so a summary cannot say what the document does not.
 
@@ -22,13 +23,13 @@ they were made from: a changed document misses, and re-summarising replaces the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
-from ..chunking import sentence_texts
+from ..chunking import WINDOW_SENTENCES, sentence_texts, split_sentences
 from ..embedders.base import Embedder
 from ..errors import DocumentNotReadyError
 from ..generators import Generator
@@ -46,8 +47,8 @@ SUMMARY_VERSION = 1
 DEFAULT_SENTENCES = 8
 PART_CHARS = 6000
 """Most characters of chunk text one map call reads (a 20-page document takes a few calls)."""
-MAX_SECTION_CANDIDATES = 60
-"""Sentences of a section weighed for centrality (the rest are rarely the most central)."""
+MAX_SECTION_CANDIDATES = 200
+"""Sentences of a section weighed for centrality (their vectors are stored: weighing is cheap)."""
 MAX_COLLECTION_DOCUMENTS = 20
 """A collection summary draws on its largest documents (by chunks), at most this many."""
 REDUNDANT = 0.9
@@ -69,13 +70,29 @@ class Statement:
     citations: tuple[Citation, ...]
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence that may stand in an extractive summary, and where it stands in its chunk."""
+
+    chunk: StoredChunk
+    start: int
+    """Character offset in the chunk's text."""
+    text: str
+    index: int
+    """Its number among the chunk's sentences (window i holds sentences i and i + 1)."""
+    count: int
+    """How many sentences the chunk has."""
+
+
 class Summarizer:
     """Summarizes documents and collections of one store; extractive when `generator` is None."""
 
     def __init__(
-        self, store: SummaryStore, embedder: Embedder, settings: Settings, generator: Generator | None,
+        self, store: SummaryStore, embedder: Callable[[], Embedder], settings: Settings, generator: Generator | None,
         sentences: int = DEFAULT_SENTENCES,
     ) -> None:
+        """`embedder` is called only when something needs embedding (the citation check, sentences
+        without stored windows): a cached or extractive summary does not load the model."""
         self._store = store
         self._embedder = embedder
         self._settings = settings
@@ -114,17 +131,45 @@ class Summarizer:
         sections = [candidates for section in _sections(chunks) if (candidates := _candidates(section))]
         if not sections:
             return []
-        vectors = self._embedder.embed_documents([text for section in sections for _, _, text in section])
+        vectors = self._sentence_vectors(chunks[0].document_id, [c for section in sections for c in section])
         chosen: list[tuple[int, int, Statement]] = []
         offset = 0
         for section, slots in zip(sections, _slots([len(s) for s in sections], self._sentences), strict=True):
             section_vectors = vectors[offset : offset + len(section)]
             offset += len(section)
-            for index in _central(section_vectors, [text for *_, text in section], slots):
-                chunk, start, text = section[index]
-                citation = Citation(0, chunk.document_id, chunk.source, chunk.id, text, chunk.title, chunk.heading_path, chunk.page)
-                chosen.append((chunk.position, start, Statement(text, (citation,))))
+            for index in _central(section_vectors, section, slots):
+                candidate = section[index]
+                chunk = candidate.chunk
+                citation = Citation(
+                    0, chunk.document_id, chunk.source, chunk.id, candidate.text, chunk.title, chunk.heading_path, chunk.page
+                )
+                chosen.append((chunk.position, candidate.start, Statement(candidate.text, (citation,))))
         return [statement for *_, statement in sorted(chosen, key=lambda item: item[:2])]
+
+    def _sentence_vectors(self, document_id: str, candidates: Sequence[Candidate]) -> np.ndarray:
+        """A vector per candidate sentence from what ingestion stored, so a summary embeds nothing:
+        the mean of the sentence windows holding it (chunking/windows.py), or the
+        chunk's own vector for a chunk too short to have windows. A chunk whose stored windows do
+        not match its sentences (stored by an older splitter) has its sentences embedded now."""
+        stored, chunk_vectors, windows = self._store.export_chunks(document_id)
+        by_position = {chunk.position: i for i, chunk in enumerate(stored)}
+        vectors = np.zeros((len(candidates), chunk_vectors.shape[1]), dtype=np.float32)
+        missing: list[int] = []
+        for row, candidate in enumerate(candidates):
+            i = by_position.get(candidate.chunk.position)
+            if i is None:
+                missing.append(row)
+            elif not len(windows[i]) and candidate.count <= WINDOW_SENTENCES:
+                vectors[row] = chunk_vectors[i]
+            elif len(windows[i]) == candidate.count - WINDOW_SENTENCES + 1:
+                around = windows[i][max(candidate.index - WINDOW_SENTENCES + 1, 0) : candidate.index + 1]
+                mean = around.mean(axis=0)
+                vectors[row] = mean / (np.linalg.norm(mean) or 1.0)
+            else:
+                missing.append(row)
+        if missing:
+            vectors[missing] = self._embedder().embed_documents([candidates[row].text for row in missing])
+        return vectors
 
     def _map_reduce(
         self, title: str, chunks: Sequence[StoredChunk], usage: UsageLog, generator: Generator
@@ -190,7 +235,7 @@ class Summarizer:
 
     def _checked(self, text: str, sources: list[Source]) -> tuple[list[Statement], CitationCheck]:
         """The sentences of `text` their cited sources support, each with the citations that do."""
-        checked = CitationChecker(self._embedder, self._settings.citation_min_support).check(text, sources)
+        checked = CitationChecker(self._embedder(), self._settings.citation_min_support).check(text, sources)
         kept = [
             Statement(strip_citations(sentence.text), tuple(
                 c for c in checked.citations if c.n in sentence.supported_by and c.supported
@@ -244,17 +289,16 @@ def _sections(chunks: Sequence[StoredChunk]) -> list[list[StoredChunk]]:
     return sections
 
 
-def _candidates(section: Sequence[StoredChunk]) -> list[tuple[StoredChunk, int, str]]:
-    """The section's sentences that can stand in a summary: (chunk, offset in its text, sentence)."""
-    found: list[tuple[StoredChunk, int, str]] = []
+def _candidates(section: Sequence[StoredChunk]) -> list[Candidate]:
+    """The section's sentences that can stand in a summary (not headings, questions or table rows)."""
+    found: list[Candidate] = []
     for chunk in section:
         headings = {" ".join(h.lower().split()) for h in (*chunk.heading_path, chunk.title)}
-        cursor = 0
-        for text in sentence_texts(chunk.text):
-            start = chunk.text.index(text, cursor)
-            cursor = start + len(text)
-            if is_statement(text) and "|" not in text and " ".join(text.lower().split()) not in headings:  # | : a table row
-                found.append((chunk, start, text))
+        spans = split_sentences(chunk.text)
+        for index, (start, end) in enumerate(spans):
+            text = chunk.text[start:end]
+            if is_statement(text) and "|" not in text and " ".join(text.lower().split()) not in headings:
+                found.append(Candidate(chunk, start, text, index, len(spans)))
     return found[:MAX_SECTION_CANDIDATES]
 
 
@@ -276,21 +320,30 @@ def _slots(sizes: Sequence[int], budget: int) -> list[int]:
     return slots
 
 
-def _central(vectors: np.ndarray, texts: Sequence[str], count: int) -> list[int]:
+def _central(vectors: np.ndarray, candidates: Sequence[Candidate], count: int) -> list[int]:
     """Indexes of the `count` sentences closest to the section's mean (ones opening with a pronoun
-    less so), skipping near-repeats."""
+    less so; ties in document order), skipping near-repeats of one picked already."""
     if count == 0:
         return []
     mean = vectors.mean(axis=0)
     mean = mean / (np.linalg.norm(mean) or 1.0)
-    penalties = np.array([ANAPHORA_PENALTY if t.lower().startswith(ANAPHORA) else 0.0 for t in texts])
+    penalties = np.array([ANAPHORA_PENALTY if c.text.lower().startswith(ANAPHORA) else 0.0 for c in candidates])
     picked: list[int] = []
-    for index in np.argsort(-(vectors @ mean - penalties)):
-        if all(float(vectors[index] @ vectors[other]) < REDUNDANT for other in picked):
+    for index in np.argsort(-(vectors @ mean - penalties), kind="stable"):
+        if not any(_repeats(vectors, candidates, int(index), other) for other in picked):
             picked.append(int(index))
         if len(picked) == count:
             break
     return picked
+
+
+def _repeats(vectors: np.ndarray, candidates: Sequence[Candidate], a: int, b: int) -> bool:
+    """Whether sentence a says what b says. Neighbours in one chunk share a window (or, in a short
+    chunk, the chunk's vector), so their likeness is the windows' and proves nothing."""
+    first, second = candidates[a], candidates[b]
+    if first.chunk.id == second.chunk.id and abs(first.index - second.index) < WINDOW_SENTENCES:
+        return False
+    return float(vectors[a] @ vectors[b]) >= REDUNDANT
 
 
 def _parts(sections: list[list[StoredChunk]]) -> list[list[StoredChunk]]:
