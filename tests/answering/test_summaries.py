@@ -30,7 +30,7 @@ FABRICATED = "The whole programme was cancelled by the Martian parliament in 185
 
 
 def manual_text(edition: str = "first") -> str:
-    """About twenty pages (roughly 7,000 words): ten chapters of five sections, distinct sentences."""
+    """About twenty pages (some 9,900 words): ten chapters of five sections, distinct sentences."""
     lines = [f"# Regional Operations Manual ({edition} edition)", "",
              f"This manual describes how the ten regional sites are run in the {edition} edition."]
     for t, topic in enumerate(TOPICS):
