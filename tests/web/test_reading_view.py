@@ -49,8 +49,8 @@ def test_summary_and_related_beside_a_document_and_under_an_answer(page: Any, se
     page.wait_for_selector("#insight[open] #insight-summary .cite")
     page.wait_for_selector("#insight[open] #insight-related .related button")
     assert page.locator("#insight-title").inner_text() == "Northwind Labs Employee Handbook"
-    summary = page.locator("#insight-summary p").first.inner_text()
-    assert "27 days" in summary or "employee" in summary.lower()
+    cites = page.locator("#insight-summary .cite").count()
+    assert cites >= 5 and 1 <= page.locator("#insight-summary .sources li").count() <= cites  # a source per chunk cited
     related = page.locator("#insight-related .related .title").all_inner_texts()
     assert set(related) == {"Northwind Labs Travel and Expenses Policy", "Information Security Policy"}
     page.screenshot(path=str(SCREENSHOTS / "summary-related.png"))
