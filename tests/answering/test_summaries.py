@@ -195,3 +195,13 @@ def test_llm_summary_is_map_reduced_and_every_cited_sentence_passes_the_checker(
     calls = len(server.requests)
     cached = kb.summarize(str(manual))
     assert cached.cached and cached.summary == summary.summary and len(server.requests) == calls  # no LLM call
+
+    original = manual.read_text(encoding="utf-8")
+    try:  # a changed document is summarized again, by the LLM
+        manual.write_text(manual_text("second"), encoding="utf-8")
+        assert kb.add(str(manual), "ops")[0].action == "updated"
+        changed = kb.summarize(str(manual))
+        assert not changed.cached and changed.summarizer == MODEL and len(server.requests) > calls
+    finally:
+        manual.write_text(original, encoding="utf-8")
+        kb.add(str(manual), "ops")
