@@ -334,7 +334,8 @@ def test_compact_reports_what_it_dropped(tmp_path):
     run("--db", db, "add", str(note))
     run("--db", db, "remove", str(note))
     dropped = json.loads(run("--db", db, "compact", "--json"))
-    assert set(dropped) == {"graph_extractions", "chunk_contexts", "terms", "size_bytes_before", "size_bytes_after"}
+    assert set(dropped) == {
+        "graph_extractions", "chunk_contexts", "summaries", "terms", "size_bytes_before", "size_bytes_after"}
     assert dropped["terms"] > 0
     assert "dropped 0 graph extractions" in run("--db", db, "compact")
 

@@ -28,7 +28,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from sourcebook import KnowledgeBase  # noqa: E402
 
 SOURCEBOOK = str(Path(sys.executable).with_name("sourcebook"))
-TOOLS = {"search", "ask", "add", "list"}
+TOOLS = {"search", "ask", "summarize", "related", "add", "list"}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +72,16 @@ async def _exercise(client: Client, db: str, new_doc: Path) -> None:
     assert not answer["abstained"]
     assert "27" in answer["answer"]
     assert answer["citations"] and answer["citations"][0]["source"].endswith("employee-handbook.md")
+
+    handbook = next(d for d in listed["documents"] if d["title"] == "Northwind Labs Employee Handbook")
+    summary = _data(await client.call_tool("summarize", {"document": handbook["source"]}))
+    assert summary["document_id"] == handbook["id"] and summary["summarizer"] == "extractive"
+    assert summary["citations"] and all(c["document_id"] == handbook["id"] for c in summary["citations"])
+    assert all(f"[{c['n']}]" in summary["summary"] for c in summary["citations"])
+    related = _data(await client.call_tool("related", {"document": handbook["id"]}))["documents"]
+    assert [d["title"] for d in related] == ["Information Security Policy"]  # never the handbook itself
+    nothing = await client.call_tool("summarize", {})
+    assert nothing.is_error and "invalid_query" in nothing.content[0].text
 
     added = _data(await client.call_tool("add", {"sources": [str(new_doc)], "collection": "runbooks"}))
     assert added["summary"] == {"added": 1}

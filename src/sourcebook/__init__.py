@@ -36,7 +36,17 @@ from .errors import (
 from .answering.llm import AnswerStream
 from .chat import ChatSession
 from .kb import KnowledgeBase
-from .models import Answer, Citation, CitationCheck, DocumentRecord, DocumentStatus, Hit, IngestResult
+from .models import (
+    Answer,
+    Citation,
+    CitationCheck,
+    DocumentRecord,
+    DocumentStatus,
+    Hit,
+    IngestResult,
+    RelatedDocument,
+    Summary,
+)
 from .settings import Settings
 
 __all__ = [
@@ -68,8 +78,10 @@ __all__ = [
     "MalformedResponseError",
     "MissingAPIKeyError",
     "MissingExtraError",
+    "RelatedDocument",
     "ProviderUnavailableError",
     "Settings",
+    "Summary",
     "SourceNotFoundError",
     "SourceTooLargeError",
     "SourcebookError",

@@ -117,6 +117,18 @@ class InvalidQueryError(SourcebookError):
     code = "invalid_query"
 
 
+class DocumentNotReadyError(SourcebookError):
+    """A document has no chunks yet (pending, processing or in error): nothing to summarize."""
+
+    code = "document_not_ready"
+
+
+class ChunkNotFoundError(StoreError):
+    """No chunk has the given id (in this tenant)."""
+
+    code = "chunk_not_found"
+
+
 class InvalidMetadataError(SourcebookError):
     """Metadata given with a document that a store cannot keep (models.check_metadata's rules)."""
 

@@ -17,9 +17,16 @@ from typing import Any, TypedDict, Unpack
 
 from .apikeys import KeyStore
 from .answering.llm import Answerer, AnswerStream, Question
+from .answering.summaries import DEFAULT_SENTENCES, Summarizer
 from .chat import ChatSession
 from .embedders.base import Embedder
-from .errors import ChatSessionNotFoundError, ConfigurationError, DocumentNotFoundError, InvalidQueryError
+from .errors import (
+    ChatSessionNotFoundError,
+    CollectionNotFoundError,
+    ConfigurationError,
+    DocumentNotFoundError,
+    InvalidQueryError,
+)
 from .generators import Generator, Message
 from .graph.browse import EntityView, entity_view
 from .graph.builder import Extractor, GraphBuilder, GraphBuildReport, GraphProgress, OfflineExtractor
@@ -30,7 +37,19 @@ from .graph.models import EntityRecord
 from .ingest import ProgressHandler, document_id, normalize_source, source_readable
 from .jobs import IngestionRunner
 from .loaders import READER_METADATA, RawSource
-from .models import Answer, DocumentRecord, DocumentStatus, Hit, IngestResult, SearchFilter, StoredChunk, checked_metadata
+from .models import (
+    Answer,
+    DocumentRecord,
+    DocumentStatus,
+    Hit,
+    IngestResult,
+    RelatedDocument,
+    SearchFilter,
+    StoredChunk,
+    Summary,
+    checked_metadata,
+)
+from .related import related_documents, related_to_chunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
 from .stores.base import ChatSessionRecord, CollectionInfo, Store
@@ -321,6 +340,45 @@ class KnowledgeBase:
     ) -> ChatSession:
         """A persistent conversation: a new session, or the one `session_id` names."""
         return ChatSession.open(self, self._store, session_id, llm=llm, mode=mode, collection=collection)
+
+    # Summaries and related content (answering/summaries.py, related.py) --------------------
+    def summarize(
+        self, document: str, collection: str | None = None, *, llm: str | None = None,
+        sentences: int = DEFAULT_SENTENCES, refresh: bool = False,
+    ) -> Summary:
+        """A summary of the document (id or source), every sentence cited: extractive without an
+        LLM, map-reduce over its sections with one (`llm`, else settings.llm), each sentence checked.
+        Cached by the document's content hash and summarizer; `refresh` makes it anew."""
+        return self.summarizer(llm, sentences).document(self.document(document, collection), refresh=refresh)
+
+    def summarize_collection(
+        self, collection: str, *, llm: str | None = None, sentences: int = DEFAULT_SENTENCES, refresh: bool = False
+    ) -> Summary:
+        """A summary of the collection drawn from its documents' summaries (each cached too)."""
+        if all(info.name != collection for info in self._store.collections()):
+            raise CollectionNotFoundError(f"no collection {collection!r}")
+        return self.summarizer(llm, sentences).collection(collection, self.documents(collection), refresh=refresh)
+
+    def summarizer(self, llm: str | None = None, sentences: int = DEFAULT_SENTENCES) -> Summarizer:
+        """The summarizer for `llm` ("provider:model"), else settings.llm; extractive when neither is set."""
+        if sentences < 1:
+            raise InvalidQueryError("a summary needs at least one sentence")
+        return Summarizer(self._store, lambda: self.embedder, self.settings, self.generator(llm), sentences)
+
+    def related(
+        self, document: str, collection: str | None = None, *, top_k: int = 5,
+        collections: Sequence[str] | None = None,
+    ) -> list[RelatedDocument]:
+        """Documents most like `document` (id or source; `collection` picks among same-named
+        sources), itself excluded, searched within `collections` (None: every collection)."""
+        record = self.document(document, collection)
+        return related_documents(self._store, record.id, top_k=top_k, collections=collections)
+
+    def related_to_chunk(
+        self, chunk_id: str, *, top_k: int = 5, collections: Sequence[str] | None = None
+    ) -> list[RelatedDocument]:
+        """Documents with passages most like the chunk `chunk_id`, its own document excluded."""
+        return related_to_chunk(self._store, chunk_id, top_k=top_k, collections=collections)
 
     # For services (the HTTP API): collections, queued ingestion, stored chat sessions ----
     def collections(self) -> list[CollectionInfo]:

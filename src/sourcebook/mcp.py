@@ -1,4 +1,4 @@
-"""An MCP server over the `KnowledgeBase` facade: search, ask, add and list as tools.
+"""An MCP server over the `KnowledgeBase` facade: search, ask, summarize, related, add and list as tools.
 
 Assistants that speak the Model Context Protocol (Claude Desktop, IDE agents, any
 `mcp` client) get the same four verbs as the CLI and the same JSON shapes as its
@@ -29,8 +29,9 @@ from .sockets import listening_socket
 INSTRUCTIONS = """\
 Sourcebook is a knowledge base of the user's documents. Use `search` to find passages
 (each hit has its document, section and page), `ask` for a cited answer (it abstains when
-the documents do not say), `list` to see what documents exist and their ingestion status,
-and `add` to ingest files, folders or URLs. Quote answers with their citations."""
+the documents do not say), `summarize` for a document's or a collection's cited summary,
+`related` for documents like a given one, `list` to see what documents exist and their
+ingestion status, and `add` to ingest files, folders or URLs. Quote answers with their citations."""
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _T = TypeVar("_T")
@@ -86,6 +87,33 @@ def create_server(kb: KnowledgeBase, *, read_only: bool = False) -> MCPServer:
         """
         answer = _tool_call(lambda: kb.ask(question, collection=collection, top_k=top_k))
         return answer.to_dict()
+
+    @server.tool(annotations=reading)
+    def summarize(document: str | None = None, collection: str | None = None, sentences: int = 8) -> dict[str, Any]:
+        """Summarize a document (its id or source), or with only `collection` a whole collection.
+
+        Returns {"document_id", "source", "title", "summary", "citations": [{"n", "chunk_id",
+        "quote", "page", ...}], "summarizer", "cached", ...}: every sentence of `summary` ends in
+        [n] markers naming the citation it comes from. Cached until the document changes.
+        """
+        if document is None and collection is None:
+            raise ToolError("invalid_query: name a `document`, or a `collection` to summarize")
+        if document is None:
+            assert collection is not None
+            summary = _tool_call(lambda: kb.summarize_collection(collection, sentences=sentences))
+        else:
+            summary = _tool_call(lambda: kb.summarize(document, collection, sentences=sentences))
+        return summary.to_dict()
+
+    @server.tool(annotations=reading)
+    def related(document: str, top_k: int = 5, collection: str | None = None) -> dict[str, Any]:
+        """Documents most like `document` (an id or source), the document itself left out.
+
+        Returns {"documents": [{"document_id", "source", "title", "collection", "score",
+        "chunk_id"}]}, most alike first; `collection` keeps only that collection's documents.
+        """
+        found = _tool_call(lambda: kb.related(document, top_k=top_k, collections=None if collection is None else [collection]))
+        return {"documents": [d.to_dict() for d in found]}
 
     @server.tool(name="list", annotations=reading)
     def list_documents(collection: str | None = None, status: str | None = None) -> dict[str, Any]:

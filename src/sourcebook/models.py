@@ -264,6 +264,24 @@ class CitationCheck:
 
 
 @dataclass(frozen=True)
+class RelatedDocument:
+    """A document like another one (related.py), or one an answer did not cite but may interest its reader."""
+
+    document_id: str
+    source: str
+    title: str
+    collection: str
+    score: float
+    """Cosine similarity of the best matching chunk (higher is closer)."""
+    chunk_id: str
+    """That chunk: where to start reading."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"document_id": self.document_id, "source": self.source, "title": self.title,
+                "collection": self.collection, "score": round(self.score, 4), "chunk_id": self.chunk_id}
+
+
+@dataclass(frozen=True)
 class Answer:
     """The one answer object: text with [n] markers, its citations, and how sure it is."""
 
@@ -284,6 +302,8 @@ class Answer:
     """None for extractive answers, whose quotes are verbatim."""
     answerer: str = "extractive"
     """"extractive", or the "provider:model" that wrote the answer."""
+    related: tuple[RelatedDocument, ...] = ()
+    """"You may also want to read": retrieved documents the answer did not cite (related.py)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -298,7 +318,61 @@ class Answer:
             "follow_up_questions": list(self.follow_up_questions),
             "citation_check": None if self.citation_check is None else self.citation_check.to_dict(),
             "answerer": self.answerer,
+            "related": [r.to_dict() for r in self.related],
         }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A document's or a collection's summary: sentences with [n] markers and their citations.
+
+    `document_id` and `source` name the document (None for a collection summary, whose
+    `documents` lists the documents it drew from). `summarizer` is "extractive" or the
+    "provider:model" that wrote it; `citation_check` is None for extractive summaries, whose
+    sentences are verbatim. `cached` says it came from the summary cache without any work."""
+
+    document_id: str | None
+    source: str | None
+    title: str
+    collection: str
+    summary: str
+    citations: tuple[Citation, ...]
+    summarizer: str
+    citation_check: CitationCheck | None = None
+    documents: tuple[str, ...] = ()
+    usage: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "source": self.source,
+            "title": self.title,
+            "collection": self.collection,
+            "summary": self.summary,
+            "citations": [c.to_dict() for c in self.citations],
+            "summarizer": self.summarizer,
+            "citation_check": None if self.citation_check is None else self.citation_check.to_dict(),
+            "documents": list(self.documents),
+            "usage": self.usage,
+            "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        """A summary read back from the cache (`to_dict`'s output)."""
+        check = data["citation_check"]
+        return cls(
+            data["document_id"], data["source"], data["title"], data["collection"], data["summary"],
+            tuple(Citation(**{**c, "heading_path": tuple(c["heading_path"])}) for c in data["citations"]),
+            data["summarizer"],
+            None if check is None else CitationCheck(
+                check["verdict"], check["supported_ratio"], tuple(check["removed_citations"]),
+                tuple(SentenceCheck(s["text"], tuple(s["cited"]), tuple(s["supported_by"]), s["support"], s["status"])
+                      for s in check["sentences"]),
+            ),
+            tuple(data["documents"]), data["usage"], cached=True,
+        )
 
 
 @dataclass(frozen=True)

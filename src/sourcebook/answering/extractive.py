@@ -47,7 +47,7 @@ class ExtractiveConfig:
     confidence_slope: float = 12.0
 
 
-def _is_statement(sentence: str) -> bool:
+def is_statement(sentence: str) -> bool:
     """A sentence that can answer: long enough, not a question (FAQ headings are), not an ALL-CAPS title line."""
     return (
         len(sentence.split()) >= MIN_SENTENCE_WORDS
@@ -89,7 +89,7 @@ class ExtractiveAnswerer:
             headings = {" ".join(h.lower().split()) for h in (*hit.chunk.heading_path, hit.chunk.title)}
             for text in sentence_texts(hit.chunk.text):
                 key = " ".join(text.lower().split())
-                if not _is_statement(text) or key in seen or key in headings:
+                if not is_statement(text) or key in seen or key in headings:
                     continue
                 seen.add(key)
                 candidates.append((text, hit))

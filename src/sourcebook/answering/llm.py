@@ -7,6 +7,7 @@
                 when they fit the budget ("full-context"; "auto" picks)
              -> numbered-sources prompt -> LLM (streamed or not)
              -> citation check -> follow-up questions -> confidence -> Answer
+             -> "you may also want to read": retrieved documents the answer did not cite (related.py)
 
 `run` yields the answer's text deltas as the LLM writes them, then the finished `Answer`;
 `AnswerStream` is the iterator the API hands out.
@@ -24,6 +25,7 @@ from ..embedders.base import Embedder
 from ..errors import ConfigurationError, InvalidQueryError
 from ..generators import Generation, Generator, Message
 from ..models import Answer, Hit
+from ..related import you_may_also_read
 from ..retrieval import Retriever, SearchOptions
 from ..settings import AnswerMode, Settings
 from ..stores.base import DocumentStore
@@ -93,7 +95,12 @@ class Answerer:
         return last
 
     def run(self, question: Question, *, stream: bool, usage: UsageLog | None = None) -> Iterator[str | Answer]:
-        usage = usage or UsageLog()
+        """The answer's text deltas (when streaming), then the `Answer` with what it did not cite
+        but its reader may want (`related`)."""
+        for event in self._run(question, stream, usage or UsageLog()):
+            yield replace(event, related=you_may_also_read(event)) if isinstance(event, Answer) else event
+
+    def _run(self, question: Question, stream: bool, usage: UsageLog) -> Iterator[str | Answer]:
         if self._generator is None and question.mode == "full-context":
             raise ConfigurationError("full-context mode needs an LLM: pass --llm provider:model or set SOURCEBOOK_LLM")
         vector = self._embedder.embed_query(question.query)

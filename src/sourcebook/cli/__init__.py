@@ -1,7 +1,7 @@
 """The `sourcebook` command: a thin typer layer over `KnowledgeBase`.
 
 This module only assembles `app` (the console script's entry point) from the command
-groups, one module each: documents, query, graph, eval, service, keys, store. What they
+groups, one module each: documents, query, reading, graph, eval, service, keys, store. What they
 share (settings and opening, JSON output, the error handler) is in `_common`. Nothing
 imports this module back, so there is no import cycle.
 
@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import documents, graph, keys, query, service, store
+from . import documents, graph, keys, query, reading, service, store
 from .eval import group as eval_group
 from ._common import CliState, SourcebookGroup, examples
 
@@ -35,6 +35,7 @@ app = typer.Typer(
 )
 app.add_typer(documents.commands)
 app.add_typer(query.commands)
+app.add_typer(reading.commands)
 app.add_typer(graph.group, name="graph", rich_help_panel="Knowledge graph")
 app.add_typer(eval_group, name="eval", rich_help_panel="Evaluation")
 app.add_typer(service.commands)

@@ -128,6 +128,10 @@ def _render_answer(answer: Answer, streamed: str | None = None) -> None:
         out.print("\n[bold]Follow-up questions[/bold]")
         for question in answer.follow_up_questions:
             out.print(f"- {question}", highlight=False, markup=False)
+    if answer.related:
+        out.print("\n[bold]You may also want to read[/bold]")
+        for document in answer.related:
+            out.print(f"- {document.title} — {document.source}", highlight=False, markup=False)
     tokens = f" · {answer.usage['input_tokens']} in / {answer.usage['output_tokens']} out tokens" if answer.usage else ""
     out.print(f"\n[dim]confidence {answer.confidence:.2f} · {answer.mode} · {answer.answerer}{tokens}[/dim]")
 

@@ -57,7 +57,7 @@ def migrate(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 @commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook compact", "sourcebook --db kb.db compact --json"))
 def compact(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Drop cached graph extractions, chunk contexts and terms no stored chunk uses, and reclaim the space.
+    """Drop cached graph extractions, chunk contexts, summaries and terms nothing stored uses, and reclaim the space.
 
     Removing a document keeps them on purpose (adding it back costs no LLM call); this is
     how to let them go."""
@@ -68,7 +68,7 @@ def compact(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         return
     out.print(
         f"dropped {dropped['graph_extractions']} graph extractions, {dropped['chunk_contexts']} chunk contexts, "
-        f"{dropped['terms']} terms; {dropped['size_bytes_before']:,} -> {dropped['size_bytes_after']:,} bytes",
+        f"{dropped['summaries']} summaries, {dropped['terms']} terms; {dropped['size_bytes_before']:,} -> {dropped['size_bytes_after']:,} bytes",
         highlight=False,
     )
 

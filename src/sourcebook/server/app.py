@@ -32,7 +32,7 @@ from .limits import BodyLimitMiddleware
 from .metrics import Metrics, QueryCacheCollector
 from .observability import ObservabilityMiddleware
 from .ratelimit import RateLimiter, RateLimits
-from .routes import answers, chat, chat_stream, collections, documents, graph, system, web
+from .routes import answers, chat, chat_stream, collections, documents, graph, reading, system, web
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,8 @@ def create_app(
     )
     app.state.service = service
     _install_error_handlers(app)
-    for router in (collections.router, documents.router, answers.router, chat.router, graph.router, system.router):
+    routers = (collections.router, documents.router, reading.router, answers.router, chat.router, graph.router, system.router)
+    for router in routers:
         app.include_router(router)
     app.include_router(chat_stream.router)
     web.install(app)

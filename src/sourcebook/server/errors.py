@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from ..errors import (
     ChatSessionNotFoundError,
+    ChunkNotFoundError,
     CollectionNotFoundError,
     ConfigurationError,
     DocumentNotFoundError,
+    DocumentNotReadyError,
     EmbeddingModelMismatchError,
     EntityNotFoundError,
     FileTooLargeError,
@@ -84,6 +86,7 @@ _STATUS: tuple[tuple[type[SourcebookError], int], ...] = (
     (ApiError, 0),  # its own .status
     (DocumentNotFoundError, 404),
     (ChatSessionNotFoundError, 404),
+    (ChunkNotFoundError, 404),
     (CollectionNotFoundError, 404),
     (EntityNotFoundError, 404),
     (InvalidTenantError, 400),
@@ -92,6 +95,7 @@ _STATUS: tuple[tuple[type[SourcebookError], int], ...] = (
     (InvalidMetadataError, 422),
     (InvalidQueryError, 400),
     (EmbeddingModelMismatchError, 409),
+    (DocumentNotReadyError, 409),
     (MissingAPIKeyError, 503),
     (ProviderUnavailableError, 503),
     (GeneratorError, 502),
@@ -112,9 +116,10 @@ ERROR_DESCRIPTIONS = {
     400: "Bad input the schema cannot express (an empty query, a bad tenant name)",
     401: "No API key, or an unknown or revoked one",
     403: "The API key's role does not cover this collection or action",
-    404: "No such document, collection, chat session or graph entity",
+    404: "No such document, chunk, collection, chat session or graph entity",
     409: "Conflict with the server's state: the collection exists or was indexed with another embedding "
-         "model, the request needs an LLM the server does not have, or a graph build is running",
+         "model, the request needs an LLM the server does not have, a graph build is running, or the "
+         "document is not ready yet",
     413: "The request or upload is larger than the server allows",
     422: "The request does not match the schema, or a document cannot be read",
     429: "Too many requests for this API key; retry after the Retry-After header's seconds",

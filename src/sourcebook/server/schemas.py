@@ -207,6 +207,21 @@ class Citation(BaseModel):
     supported: bool | None
 
 
+class RelatedDocument(BaseModel):
+    """A document like another one, or one an answer retrieved but did not cite."""
+
+    document_id: str
+    source: str
+    title: str
+    collection: str
+    score: float = Field(description="cosine similarity of its best matching chunk (an answer's: its hit's score)")
+    chunk_id: str = Field(description="that chunk: where to start reading")
+
+
+class RelatedList(BaseModel):
+    documents: list[RelatedDocument]
+
+
 class Answer(BaseModel):
     question: str
     answer: str
@@ -219,6 +234,25 @@ class Answer(BaseModel):
     follow_up_questions: list[str]
     citation_check: dict[str, Any] | None
     answerer: str
+    related: list[RelatedDocument] = Field(
+        default_factory=list, description="you may also want to read: retrieved documents the answer did not cite"
+    )
+
+
+class Summary(BaseModel):
+    """A document's or a collection's summary, as `sourcebook summarize --json` prints it."""
+
+    document_id: str | None = Field(description="the document summarized; null for a collection")
+    source: str | None
+    title: str
+    collection: str
+    summary: str = Field(description="sentences ending in [n] citation markers")
+    citations: list[Citation]
+    summarizer: str = Field(description="extractive, or the provider:model that wrote it")
+    citation_check: dict[str, Any] | None = Field(description="the check of the LLM's text; null when extractive")
+    documents: list[str] = Field(description="ids of the documents it draws on")
+    usage: dict[str, Any]
+    cached: bool = Field(description="read from the summary cache (the document had not changed)")
 
 
 class TokenEvent(BaseModel):

@@ -29,6 +29,7 @@ from .base import (
     KeyStoreProvider,
     SearchStore,
     Store,
+    SummaryCache,
 )
 from .sqlite import SQLiteStore
 
@@ -95,6 +96,7 @@ __all__ = [
     "ChatStore",
     "CollectionInfo",
     "ContextCache",
+    "SummaryCache",
     "DocumentStore",
     "GraphStore",
     "KeyStoreProvider",

@@ -212,6 +212,20 @@ class ContextCache(Protocol):
 
 
 
+class SummaryCache(Protocol):
+    """Summaries (answering/summaries.py) by subject and summarizer, valid for one content hash.
+
+    `subject` is a document id or "collection:NAME"; `content_hash` is what the summary was
+    made from (the document's content hash, or a hash of the collection's documents' hashes),
+    so a changed subject misses and the next `put_summary` replaces the stale row."""
+
+    def get_summary(self, subject: str, content_hash: str, summarizer: str) -> dict[str, Any] | None:
+        """The cached summary (`Summary.to_dict()`), or None when absent or made from other content."""
+
+    def put_summary(self, subject: str, content_hash: str, summarizer: str, data: dict[str, Any]) -> None:
+        """Keep `data` as the subject's summary by `summarizer`, replacing any older one."""
+
+
 class GraphStore(Protocol):
     """The knowledge graph (graph/) and its extraction cache.
 
@@ -269,7 +283,7 @@ class KeyStoreProvider(Protocol):
 
 
 @runtime_checkable
-class Store(DocumentStore, SearchStore, ChatStore, ContextCache, GraphStore, KeyStoreProvider, Protocol):
+class Store(DocumentStore, SearchStore, ChatStore, ContextCache, SummaryCache, GraphStore, KeyStoreProvider, Protocol):
     """Every role, on one database scoped to one tenant.
 
     Every method sees and changes only the rows of `tenant`; `for_tenant` gives the same
@@ -298,8 +312,8 @@ class Store(DocumentStore, SearchStore, ChatStore, ContextCache, GraphStore, Key
         Deleting or re-ingesting a document keeps the tenant's cached graph extractions and
         situating sentences (adding it back pays no LLM call) and, on SQLite, the shared
         term list; this drops those rows no live chunk can use and gives the space back (SQLite:
-        VACUUM). Returns counts of "graph_extractions", "chunk_contexts" and "terms"
-        dropped, and "size_bytes_before" / "size_bytes_after".
+        VACUUM); summaries of documents and collections that are gone go too. Returns counts of
+        "graph_extractions", "chunk_contexts", "summaries" and "terms" dropped, and "size_bytes_before" / "size_bytes_after".
         """
 
     def close(self) -> None: ...

@@ -28,6 +28,7 @@ A back end that fills only some roles subclasses only their suites:
   windows), both under every kind of `SearchFilter`;
 - `ChatStoreSuite`: chat sessions and their messages;
 - `ContextCacheSuite`: `get_chunk_contexts` / `put_chunk_contexts`;
+- `SummaryCacheSuite`: `get_summary` / `put_summary`, and `compact` dropping summaries of what is gone;
 - `GraphStoreSuite`: the knowledge graph and its extraction cache;
 - `KeyStoreSuite`: API keys (its fixture is `key_store`, a fresh, empty key store);
 - `TenancySuite`: no tenant sees or changes another's rows (needs a whole store);
@@ -55,6 +56,7 @@ pytest.register_assert_rewrite(
     "sourcebook.testing.keys",
     "sourcebook.testing.search",
     "sourcebook.testing.store",
+    "sourcebook.testing.summaries",
     "sourcebook.testing.tenants",
 )
 
@@ -64,6 +66,7 @@ from .graph import GraphStoreSuite  # noqa: E402
 from .keys import KeyStoreSuite  # noqa: E402
 from .search import SearchStoreSuite  # noqa: E402
 from .store import StoreConformance  # noqa: E402
+from .summaries import SummaryCacheSuite  # noqa: E402
 from .tenants import TenancySuite  # noqa: E402
 
 __all__ = [
@@ -74,5 +77,6 @@ __all__ = [
     "KeyStoreSuite",
     "SearchStoreSuite",
     "StoreConformance",
+    "SummaryCacheSuite",
     "TenancySuite",
 ]

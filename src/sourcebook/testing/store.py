@@ -14,6 +14,7 @@ from .documents import DocumentStoreSuite
 from .graph import GraphStoreSuite
 from .keys import KeyStoreSuite
 from .search import SearchStoreSuite
+from .summaries import SummaryCacheSuite
 from .tenants import TenancySuite
 
 
@@ -22,6 +23,7 @@ class StoreConformance(
     SearchStoreSuite,
     ChatStoreSuite,
     ContextCacheSuite,
+    SummaryCacheSuite,
     GraphStoreSuite,
     KeyStoreSuite,
     TenancySuite,

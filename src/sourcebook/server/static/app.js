@@ -1,9 +1,11 @@
 // Sourcebook's web page: ask (streamed, cited answers kept as conversations), search,
-// documents (drag-and-drop upload with live status) and the knowledge graph (graph.js).
+// documents (drag-and-drop upload with live status; a summary and related documents beside
+// each, reading.js) and the knowledge graph (graph.js).
 // Talks only to the /v1 API.
 
 import { ApiError, apiKey, events, getJSON, request, stream } from "./api.js";
 import { initGraph } from "./graph.js";
+import { showInsight, suggestions } from "./reading.js";
 import {
   answerParagraphs, confidenceBadge, h, highlighted, sectionPath, sourceList, termsPattern, timeAgo, where, withQuote,
 } from "./render.js";
@@ -160,6 +162,7 @@ function answerBubble() {
         h("div", { class: "answer-meta" }, confidenceBadge(answer),
           answer.answerer && answer.answerer !== "extractive" ? h("span", { class: "badge" }, answer.answerer) : null),
         sourceList(answer.citations, (c) => openPassage(c)),
+        suggestions(answer, (d) => openPassage(d)),
         followups.length ? h("div", { class: "followups", "aria-label": "Follow-up questions" }, followups) : null,
       );
     },
@@ -324,10 +327,15 @@ function renderDocuments() {
     h("td", {}, d.collection),
     h("td", {}, statusLabel(d.status)),
     h("td", { class: "num" }, String(d.chunk_count)),
-    h("td", {}, h("button", {
-      type: "button", class: "ghost small danger-text", "aria-label": `Delete ${d.title}`,
-      onclick: () => deleteDocument(d),
-    }, "Delete")))));
+    h("td", { class: "actions" },
+      d.status === "ready" ? h("button", {
+        type: "button", class: "ghost small", "aria-label": `Summary and related documents of ${d.title}`,
+        onclick: () => showInsight(d, openPassage, fail),
+      }, "Summary") : null,
+      h("button", {
+        type: "button", class: "ghost small danger-text", "aria-label": `Delete ${d.title}`,
+        onclick: () => deleteDocument(d),
+      }, "Delete")))));
 }
 
 async function loadDocuments() {

@@ -51,7 +51,8 @@ GRAPH_TABLES = (
 )
 WINDOW_TABLES = ("chunk_windows",)
 GENERATION_TABLES = ("search_generations",)
-ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, "api_keys")
+SUMMARY_TABLES = ("summaries",)
+ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, *SUMMARY_TABLES, "api_keys")
 """Every table the store's sessions read and write (`restricted_role` grants them)."""
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
@@ -315,6 +316,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_row_level_security(GENERATION_TABLES),
         ),
         about="a number per tenant every write that changes search results moves on (the query cache's key)",
+    ),
+    Migration(
+        "summary_cache",
+        (
+            f"""CREATE TABLE IF NOT EXISTS summaries (
+                {_TENANT},
+                subject text NOT NULL,
+                summarizer text NOT NULL,
+                content_hash text NOT NULL,
+                data jsonb NOT NULL,
+                created_at timestamptz NOT NULL,
+                PRIMARY KEY (tenant, subject, summarizer))""",
+            "DROP POLICY IF EXISTS tenant_isolation ON summaries",
+            *_row_level_security(SUMMARY_TABLES),
+        ),
+        about="summaries by subject (document or collection) and summarizer, with the content hash they cite",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -30,6 +30,7 @@ from ...errors import ConfigurationError, StoreError
 from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
+from ..sql.summaries import SqlSummaryCache
 from ..sql.dialect import POSTGRES, Dialect, Sql
 from ..sql.graph_read import graph_counts
 from .documents import STAGING_TABLES, PostgresDocuments
@@ -45,7 +46,7 @@ _SCOPE = (
 )
 
 
-class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlChat, SqlContextCache, PostgresGraph):
+class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlChat, SqlContextCache, SqlSummaryCache, PostgresGraph):
     """The `Store` protocol on a PostgreSQL database with pgvector (see the module docstring)."""
 
     dialect: ClassVar[Dialect] = POSTGRES

@@ -6,7 +6,7 @@ the chunk and the generator or extractor that wrote it, per tenant.
 
 Deleting or changing a document leaves its cache rows (re-adding it should not pay the LLM
 again); `drop_unused_caches` is what `Store.compact` runs to drop those no stored chunk
-can use any more.
+can use any more (and the summaries of documents and collections that are gone, sql/summaries.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ...models import sha256_text
 from ..common import now
 from .base import SharedSql
 from .dialect import Sql, decoded
+from .summaries import drop_unused_summaries
 
 _TENANT_CHUNKS = "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.tenant = ?"
 
@@ -90,4 +91,5 @@ def drop_unused_caches(sql: Sql, tenant: str) -> dict[str, int]:
             f"DELETE FROM chunk_contexts WHERE tenant = ? AND {sql.dialect.any_of('chunk_hash')}",
             (tenant, sql.dialect.values(sorted(unused))),
         )
-    return {"graph_extractions": int(extractions), "chunk_contexts": len(unused)}
+    return {"graph_extractions": int(extractions), "chunk_contexts": len(unused),
+            "summaries": drop_unused_summaries(sql, tenant)}

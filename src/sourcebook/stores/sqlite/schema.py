@@ -221,6 +221,18 @@ MIGRATIONS: tuple[Migration, ...] = (
            BEGIN INSERT INTO chunk_deletions (chunk_seq) VALUES (old.seq); END""",
         "INSERT INTO meta (key, value) VALUES ('deletion_log_floor', 0)",
     )),
+    # 12: summaries (answering/summaries.py) by subject (a document id or "collection:NAME") and
+    # summarizer, with the content hash they were made from: a changed document misses (sql/summaries.py)
+    Migration("summary_cache", (
+        """CREATE TABLE summaries (
+            tenant TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            summarizer TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            data TEXT NOT NULL CHECK (json_valid(data)),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (tenant, subject, summarizer))""",
+    )),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

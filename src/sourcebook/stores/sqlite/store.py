@@ -29,6 +29,7 @@ from ...errors import StoreError
 from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
+from ..sql.summaries import SqlSummaryCache
 from ..sql.dialect import SQLITE, Dialect, Sql
 from ..sql.graph_read import graph_counts
 from .changes import clear_deletion_log
@@ -51,7 +52,7 @@ class _Database:
         self.views: dict[str, SQLiteStore] = {}
 
 
-class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlContextCache, SQLiteGraph):
+class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlContextCache, SqlSummaryCache, SQLiteGraph):
     """The `Store` protocol on one SQLite file (see the module docstring for the design).
 
     A store is scoped to one tenant: every statement it runs names `self.tenant`, and its
