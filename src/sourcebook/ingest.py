@@ -13,6 +13,7 @@ transaction, so a failure never leaves a document half-written.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import time
@@ -367,7 +368,9 @@ class Ingestor:
             except DocumentNotFoundError as exc:  # deleted since it was prepared
                 pending.stopped = exc
         texts = [text for p in queue for text in p.texts()]
-        return _Batch(queue, worker.submit(self._embed, queue, texts) if texts else None)
+        # in this thread's context: the model calls count towards the usage tally metering it (usage.py)
+        embed = contextvars.copy_context().run
+        return _Batch(queue, worker.submit(embed, self._embed, queue, texts) if texts else None)
 
     def _finish(self, batch: _Batch) -> list[IngestResult]:
         """Wait for the batch's vectors, then write each document in its own transaction."""

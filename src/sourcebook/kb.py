@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
@@ -53,6 +54,7 @@ from .related import related_documents, related_to_chunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
 from .stores.base import ChatSessionRecord, CollectionInfo, Store
+from .usage import UsageTally, recorded, today
 from .wiring import Components
 
 DEFAULT_COLLECTION = "default"
@@ -287,6 +289,19 @@ class KnowledgeBase:
         """Cache query embeddings, search results and answers (query_cache.py; the server does this).
         Shared by every tenant's view of this knowledge base; a write never serves a stale result."""
         self._parts.enable_query_cache(max_entries)
+
+    def recording_usage(self, api_key: str = "", *, request: bool = False) -> AbstractContextManager[UsageTally]:
+        """Count the model calls of the block (usage.py) and add them to this tenant's usage for
+        today under `api_key`: the server wraps each request in one, the job runners each job."""
+        return recorded(self._store, api_key, request=request)
+
+    def record_usage(self, api_key: str, tally: UsageTally) -> None:
+        """Add a tally metered elsewhere (`usage.metering`: the server's middleware) to today's row."""
+        self._store.record_usage(today(), api_key, tally)
+
+    def usage(self, since: str | None = None, until: str | None = None) -> list[dict[str, int | str]]:
+        """This tenant's usage rows (UTC days `since`..`until`, YYYY-MM-DD, inclusive), by day and API key."""
+        return self._store.usage(since, until)
 
     def query_cache_stats(self) -> dict[str, Any] | None:
         """Hits and misses per kind since the cache was turned on (for /metrics); None while off."""

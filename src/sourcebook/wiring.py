@@ -21,6 +21,7 @@ from .generators import Generator, create_llm
 from .ingest import Ingestor, ProgressHandler
 from .jobs import IngestionRunner, runner_for
 from .query_cache import QueryCache
+from .usage import MeteredEmbedder, MeteredGenerator
 from .settings import Settings
 from .stores import open_store
 from .stores.base import Store
@@ -75,7 +76,7 @@ class Components:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = self._root.embedder if self._root else create_embedder(self.settings)
+            self._embedder = self._root.embedder if self._root else MeteredEmbedder(create_embedder(self.settings))
         return self._embedder
 
     def generator(self, spec: str | None = None) -> Generator | None:
@@ -84,7 +85,8 @@ class Components:
         if spec is None:
             return None
         if spec not in self._generators:
-            self._generators[spec] = create_llm(self.settings, spec)  # type: ignore[assignment]
+            built = create_llm(self.settings, spec)
+            self._generators[spec] = MeteredGenerator(built) if built else built  # type: ignore[assignment]
         return self._generators[spec]
 
     def enricher(self) -> ContextualEnricher | None:

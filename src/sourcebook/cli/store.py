@@ -1,4 +1,4 @@
-"""Database commands: `migrate`, `compact`, `copy` and `postgres start|stop` (the embedded server).
+"""Database commands: `migrate`, `compact`, `copy`, `usage` and `postgres start|stop` (the embedded server).
 
 No model is loaded. `migrate` and copy's TARGET create the database; copy's SOURCE and
 compact's knowledge base must exist.
@@ -6,14 +6,17 @@ compact's knowledge base must exist.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.table import Table
 
 from ..copying import copy_store
 from ..stores import open_store
+from ..usage import USAGE_FIELDS
 from ._common import (
     JsonOpt,
     check_database,
@@ -28,6 +31,7 @@ from ._common import (
 )
 
 PANEL = "Database"
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 commands = typer.Typer()
 postgres_group = typer.Typer(
     help="A local PostgreSQL server (with pgvector) for trying the Postgres store: no install, no root.",
@@ -146,3 +150,36 @@ def postgres_stop(
     from ..stores.postgres.embedded import stop_directory
 
     out.print("stopped" if stop_directory(directory) else f"no server was running in {directory}")
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples(
+    "sourcebook usage", "sourcebook --tenant acme usage --since 2026-11-01 --json",
+))
+def usage(
+    ctx: typer.Context,
+    since: Annotated[Optional[str], typer.Option("--since", help="First UTC day (YYYY-MM-DD).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Last UTC day (YYYY-MM-DD).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The tenant's requests, LLM calls and tokens, and embedding calls, by day and API key.
+
+    Counted by the HTTP service per request and by the ingestion runners per job ("" is work no
+    key asked for); what quotas read (SOURCEBOOK_SERVER_QUOTA_*)."""
+    for day in (since, until):
+        if day is not None and not _DAY.fullmatch(day):
+            raise typer.BadParameter(f"{day!r} is not a day: use YYYY-MM-DD")
+    with open_kb(ctx, must_exist=True) as kb:
+        rows = kb.usage(since, until)
+        tenant = kb.tenant
+    if as_json:
+        emit_json({"tenant": tenant, "usage": rows})
+        return
+    if not rows:
+        out.print(f"No usage recorded for tenant {tenant}.")
+        return
+    table = Table(title=f"Usage of tenant {tenant}")
+    for column in ("day", "api key", *(name.replace("_", " ") for name in USAGE_FIELDS)):
+        table.add_column(column, justify="left" if column in ("day", "api key") else "right")
+    for row in rows:
+        table.add_row(str(row["day"]), str(row["api_key"]) or "-", *(f"{row[name]:,}" for name in USAGE_FIELDS))
+    out.print(table)

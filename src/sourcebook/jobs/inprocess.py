@@ -19,6 +19,7 @@ from typing import Any
 
 from ..ingest import ProgressHandler
 from ..models import IngestResult
+from ..usage import recorded
 from .base import IngestJob, IngestParts, JobDone, JobThread, fail_job, read_uploads
 
 TURN_DOCUMENTS = 8
@@ -75,15 +76,16 @@ class InProcessRunner:
         deleted before or while it is ingested is "cancelled", and nothing of it is written."""
         parts = self.parts.for_tenant(job.tenant)
         raws, sources, results = read_uploads(parts.store, job)
-        try:
-            ingestor = parts.ingestor()
-            ingestor.only_existing = True  # the job's documents are recorded: a missing one was deleted
-            if raws:
-                results += ingestor.add_raw(raws, job.collection, job.metadata)
-            if sources:
-                results += ingestor.add(sources, job.collection, job.metadata)
-        except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
-            results = fail_job(parts.store, job, exc)
+        with recorded(parts.store):  # the tenant's embedding (and enrichment) calls, in its usage
+            try:
+                ingestor = parts.ingestor()
+                ingestor.only_existing = True  # the job's documents are recorded: a missing one was deleted
+                if raws:
+                    results += ingestor.add_raw(raws, job.collection, job.metadata)
+                if sources:
+                    results += ingestor.add(sources, job.collection, job.metadata)
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
+                results = fail_job(parts.store, job, exc)
         return results
 
     def depth(self) -> int:

@@ -45,6 +45,7 @@ from ..ingest import CANCELLED
 from ..loaders import RawSource, read_source
 from ..models import DocumentStatus, IngestResult
 from ..stores.base import Store
+from ..usage import recorded
 from .base import IngestParts
 from .postgres import PARSED_MEDIA_TYPE, QUEUE, TASK, JobSpec, ensure_schema, parsed_from_bytes, procrastinate_app
 
@@ -244,7 +245,8 @@ class IngestWorker:
             return IngestResult(spec.source, "unchanged", spec.document_id, str(DocumentStatus.READY), record.chunk_count, 0)
         ingestor = parts.ingestor()
         ingestor.only_existing = True  # deleted while it runs: cancelled, and not created again
-        results = ingestor.add_loaded([(spec.source, lambda: loaded)], spec.collection, spec.metadata)
+        with recorded(store):  # the tenant's embedding (and enrichment) calls, in its usage
+            results = ingestor.add_loaded([(spec.source, lambda: loaded)], spec.collection, spec.metadata)
         result = results[-1]
         if result.action == "failed":
             transient = result.error_code not in _PERMANENT_CODES

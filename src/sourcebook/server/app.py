@@ -30,9 +30,10 @@ from .errors import PayloadTooLargeError, status_of
 from .ingestion import UploadStore
 from .limits import BodyLimitMiddleware
 from .metrics import Metrics, QueryCacheCollector
+from .metering import UsageMiddleware
 from .observability import ObservabilityMiddleware
 from .ratelimit import RateLimiter, RateLimits
-from .routes import answers, chat, chat_stream, collections, documents, graph, reading, system, web
+from .routes import answers, chat, chat_stream, collections, documents, graph, reading, system, usage, web
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +161,8 @@ def create_app(
     )
     app.state.service = service
     _install_error_handlers(app)
-    routers = (collections.router, documents.router, reading.router, answers.router, chat.router, graph.router, system.router)
+    routers = (collections.router, documents.router, reading.router, answers.router, chat.router, graph.router,
+               usage.router, system.router)
     for router in routers:
         app.include_router(router)
     app.include_router(chat_stream.router)
@@ -172,5 +174,6 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "X-API-Key", "X-Request-ID"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
+    app.add_middleware(UsageMiddleware, kb_for=service.kb_for)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     return app

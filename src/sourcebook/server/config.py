@@ -6,8 +6,17 @@ the library never needs them.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Quota(BaseModel):
+    """What one tenant may use (None: no limit); server/usage.py enforces it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests_per_day: int | None = Field(None, ge=0, description="authenticated requests per UTC day")
+    tokens_per_month: int | None = Field(None, ge=0, description="LLM tokens (in + out) per UTC calendar month")
 
 
 class ServerSettings(BaseSettings):
@@ -29,8 +38,24 @@ class ServerSettings(BaseSettings):
     upload_dir: str | None = Field(None, description="where uploaded files are kept; default: next to the database")
     status_poll_seconds: float = Field(0.25, gt=0, description="how often a status stream looks for changes")
     log_json: bool = Field(True, description="one JSON object per log line")
+    quota_requests_per_day: int | None = Field(
+        None, ge=0, description="every tenant's requests per UTC day (429 beyond; None = no quota)"
+    )
+    quota_tokens_per_month: int | None = Field(
+        None, ge=0, description="every tenant's LLM tokens (in + out) per UTC month (429 beyond; None = no quota)"
+    )
+    tenant_quotas: dict[str, Quota] = Field(
+        default_factory=dict,
+        description='per-tenant quotas replacing the defaults, e.g. {"acme": {"requests_per_day": 5000}} (JSON)',
+    )
     query_cache_entries: int = Field(
         1024, ge=0,
         description="query embeddings, search results and answers kept in memory (about 20 MB at 1,024); "
         "0 = off; a knowledge base's own query_cache_entries, when larger, wins",
     )
+
+    def quota_for(self, tenant: str) -> Quota:
+        """The tenant's own quota if it has one, else the defaults every tenant gets."""
+        return self.tenant_quotas.get(tenant) or Quota(
+            requests_per_day=self.quota_requests_per_day, tokens_per_month=self.quota_tokens_per_month
+        )

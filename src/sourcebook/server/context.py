@@ -21,6 +21,7 @@ from .errors import ConflictError, RateLimitedError
 from .ingestion import UploadStore, metrics_recorder, resume_item
 from .metrics import Metrics
 from .ratelimit import RateLimits
+from .metering import PRINCIPAL, check_quota
 
 
 @dataclass
@@ -101,10 +102,13 @@ def get_call(request: Request) -> Call:
     service = get_service(request)
     try:
         principal = authenticate(request, service.keys, service.limits, service.kb.tenant)
+        kb = service.kb_for(principal.tenant)
+        check_quota(kb, service.settings)
     except RateLimitedError:
         service.metrics.rate_limited.inc()
         raise
-    return Call(service, principal, service.kb_for(principal.tenant))
+    setattr(request.state, PRINCIPAL, principal)  # the usage middleware counts the request for its key
+    return Call(service, principal, kb)
 
 
 CallDep = Annotated[Call, Depends(get_call)]

@@ -418,6 +418,26 @@ class GraphBuildReport(BaseModel):
     graph: GraphStats
 
 
+# Usage ------------------------------------------------------------------------------------------
+class UsageRow(BaseModel):
+    """A tenant's counts for one UTC day and API key ("" for ingestion jobs no key ran)."""
+
+    tenant: str
+    day: str
+    api_key: str
+    requests: int
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    embedding_calls: int
+    embedded_texts: int
+
+
+class UsageResponse(BaseModel):
+    tenant: str
+    usage: list[UsageRow]
+
+
 # Health -----------------------------------------------------------------------------------------
 class Health(BaseModel):
     status: Literal["ok"]

@@ -18,6 +18,7 @@ import numpy as np
 from ..apikeys import KeyStore
 from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
+from ..usage import UsageTally
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,19 @@ class KeyStoreProvider(Protocol):
 
 
 @runtime_checkable
-class Store(DocumentStore, SearchStore, ChatStore, ContextCache, SummaryCache, GraphStore, KeyStoreProvider, Protocol):
+class UsageStore(Protocol):
+    """Requests and model calls per tenant, UTC day and API key (usage.py counts them)."""
+
+    def record_usage(self, day: str, api_key: str, tally: UsageTally) -> None:
+        """Add `tally` to the tenant's row of (`day`, `api_key`); concurrent adds sum. An empty tally writes nothing."""
+
+    def usage(self, since: str | None = None, until: str | None = None) -> list[dict[str, int | str]]:
+        """The tenant's rows with `since` <= day <= `until` (YYYY-MM-DD, inclusive), by day then key:
+        {"tenant", "day", "api_key", "requests", "llm_calls", "input_tokens", "output_tokens",
+        "embedding_calls", "embedded_texts"}."""
+
+
+class Store(DocumentStore, SearchStore, ChatStore, ContextCache, SummaryCache, UsageStore, GraphStore, KeyStoreProvider, Protocol):
     """Every role, on one database scoped to one tenant.
 
     Every method sees and changes only the rows of `tenant`; `for_tenant` gives the same

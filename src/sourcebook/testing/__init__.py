@@ -29,6 +29,7 @@ A back end that fills only some roles subclasses only their suites:
 - `ChatStoreSuite`: chat sessions and their messages;
 - `ContextCacheSuite`: `get_chunk_contexts` / `put_chunk_contexts`;
 - `SummaryCacheSuite`: `get_summary` / `put_summary`, and `compact` dropping summaries of what is gone;
+- `UsageStoreSuite`: `record_usage` / `usage`, summed by concurrent writers, per tenant;
 - `GraphStoreSuite`: the knowledge graph and its extraction cache;
 - `KeyStoreSuite`: API keys (its fixture is `key_store`, a fresh, empty key store);
 - `TenancySuite`: no tenant sees or changes another's rows (needs a whole store);
@@ -58,6 +59,7 @@ pytest.register_assert_rewrite(
     "sourcebook.testing.store",
     "sourcebook.testing.summaries",
     "sourcebook.testing.tenants",
+    "sourcebook.testing.usage",
 )
 
 from .chat import ChatStoreSuite, ContextCacheSuite  # noqa: E402
@@ -68,6 +70,7 @@ from .search import SearchStoreSuite  # noqa: E402
 from .store import StoreConformance  # noqa: E402
 from .summaries import SummaryCacheSuite  # noqa: E402
 from .tenants import TenancySuite  # noqa: E402
+from .usage import UsageStoreSuite  # noqa: E402
 
 __all__ = [
     "ChatStoreSuite",
@@ -79,4 +82,5 @@ __all__ = [
     "StoreConformance",
     "SummaryCacheSuite",
     "TenancySuite",
+    "UsageStoreSuite",
 ]

@@ -16,6 +16,7 @@ from .keys import KeyStoreSuite
 from .search import SearchStoreSuite
 from .summaries import SummaryCacheSuite
 from .tenants import TenancySuite
+from .usage import UsageStoreSuite
 
 
 class StoreConformance(
@@ -24,6 +25,7 @@ class StoreConformance(
     ChatStoreSuite,
     ContextCacheSuite,
     SummaryCacheSuite,
+    UsageStoreSuite,
     GraphStoreSuite,
     KeyStoreSuite,
     TenancySuite,

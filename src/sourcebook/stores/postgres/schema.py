@@ -52,7 +52,8 @@ GRAPH_TABLES = (
 WINDOW_TABLES = ("chunk_windows",)
 GENERATION_TABLES = ("search_generations",)
 SUMMARY_TABLES = ("summaries",)
-ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, *SUMMARY_TABLES, "api_keys")
+USAGE_TABLES = ("usage",)
+ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, *SUMMARY_TABLES, *USAGE_TABLES, "api_keys")
 """Every table the store's sessions read and write (`restricted_role` grants them)."""
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
@@ -332,6 +333,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_row_level_security(SUMMARY_TABLES),
         ),
         about="summaries by subject (document or collection) and summarizer, with the content hash they cite",
+    ),
+    Migration(
+        "usage_counts",
+        (
+            f"""CREATE TABLE IF NOT EXISTS usage (
+                {_TENANT},
+                day text NOT NULL,
+                api_key text NOT NULL,
+                requests bigint NOT NULL DEFAULT 0,
+                llm_calls bigint NOT NULL DEFAULT 0,
+                input_tokens bigint NOT NULL DEFAULT 0,
+                output_tokens bigint NOT NULL DEFAULT 0,
+                embedding_calls bigint NOT NULL DEFAULT 0,
+                embedded_texts bigint NOT NULL DEFAULT 0,
+                PRIMARY KEY (tenant, day, api_key))""",
+            "DROP POLICY IF EXISTS tenant_isolation ON usage",
+            *_row_level_security(USAGE_TABLES),
+        ),
+        about="requests and model calls per tenant, day and API key (usage.py): the usage report and quotas",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -31,6 +31,7 @@ from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
 from ..sql.summaries import SqlSummaryCache
+from ..sql.usage import SqlUsage
 from ..sql.dialect import POSTGRES, Dialect, Sql
 from ..sql.graph_read import graph_counts
 from .documents import STAGING_TABLES, PostgresDocuments
@@ -46,7 +47,7 @@ _SCOPE = (
 )
 
 
-class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlChat, SqlContextCache, SqlSummaryCache, PostgresGraph):
+class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlChat, SqlContextCache, SqlSummaryCache, SqlUsage, PostgresGraph):
     """The `Store` protocol on a PostgreSQL database with pgvector (see the module docstring)."""
 
     dialect: ClassVar[Dialect] = POSTGRES

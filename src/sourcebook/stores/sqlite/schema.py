@@ -233,6 +233,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_at TEXT NOT NULL,
             PRIMARY KEY (tenant, subject, summarizer))""",
     )),
+    # 13: requests and model calls per tenant, day and API key (usage.py): the usage report and quotas
+    Migration("usage_counts", (
+        """CREATE TABLE usage (
+            tenant TEXT NOT NULL,
+            day TEXT NOT NULL,
+            api_key TEXT NOT NULL,
+            requests INTEGER NOT NULL DEFAULT 0,
+            llm_calls INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            embedding_calls INTEGER NOT NULL DEFAULT 0,
+            embedded_texts INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (tenant, day, api_key))""",
+    )),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

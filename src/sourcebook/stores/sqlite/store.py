@@ -30,6 +30,7 @@ from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
 from ..sql.summaries import SqlSummaryCache
+from ..sql.usage import SqlUsage
 from ..sql.dialect import SQLITE, Dialect, Sql
 from ..sql.graph_read import graph_counts
 from .changes import clear_deletion_log
@@ -52,7 +53,7 @@ class _Database:
         self.views: dict[str, SQLiteStore] = {}
 
 
-class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlContextCache, SqlSummaryCache, SQLiteGraph):
+class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlContextCache, SqlSummaryCache, SqlUsage, SQLiteGraph):
     """The `Store` protocol on one SQLite file (see the module docstring for the design).
 
     A store is scoped to one tenant: every statement it runs names `self.tenant`, and its
