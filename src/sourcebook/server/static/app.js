@@ -6,6 +6,7 @@
 import { ApiError, apiKey, events, getJSON, request, stream } from "./api.js";
 import { initGraph } from "./graph.js";
 import { showInsight, suggestions } from "./reading.js";
+import { loadUsage } from "./usage.js";
 import {
   answerParagraphs, confidenceBadge, h, highlighted, sectionPath, sourceList, termsPattern, timeAgo, where, withQuote,
 } from "./render.js";
@@ -46,6 +47,7 @@ function selectTab(tab) {
   }
   if (tab.id === "tab-documents") loadDocuments();
   if (tab.id === "tab-graph") graph.load();
+  if (tab.id === "tab-usage") loadUsage(fail);
 }
 for (const tab of tabs) {
   tab.addEventListener("click", () => selectTab(tab));
