@@ -21,7 +21,7 @@ from sourcebook.errors import ConfigurationError, InvalidQueryError, StoreError
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore, open_store
 from sourcebook.stores.sqlite import documents as sqlite_documents
-from sourcebook.stores.sqlite import keyword_index as sqlite_keyword_index
+from sourcebook.stores.sqlite import terms as sqlite_terms
 from sourcebook.stores.sqlite import schema as sqlite_schema
 from sourcebook.stores.sqlite import vectors as sqlite_vectors
 
@@ -215,7 +215,7 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
         "INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page, token_count, content_hash, start, \"end\")"
         " VALUES ('d1#0', 'd1', 0, 'Stripes confuse flies.', '', '[]', NULL, 4, 'h', 0, 22)")
     conn.execute("INSERT INTO vectors VALUES (1, ?)", (np.array([1, 0], dtype=np.float32).tobytes(),))
-    sqlite_keyword_index.backfill_terms(conn)
+    sqlite_terms.backfill_terms(conn)
     conn.execute("INSERT INTO chat_sessions VALUES ('s1', 'Old chat', ?, ?)", (now, now))
     conn.execute("INSERT INTO chat_messages (session_id, role, content, created_at) VALUES ('s1', 'user', 'hi', ?)", (now,))
     conn.execute("INSERT INTO chat_sessions VALUES ('s2', 'Never asked', ?, ?)", (now, now))

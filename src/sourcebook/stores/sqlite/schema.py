@@ -16,7 +16,7 @@ from pathlib import Path
 from ...errors import StoreError
 from ..sql.migrations import Migration
 from .graph import GRAPH_TABLES
-from .keyword_index import backfill_terms
+from .terms import backfill_terms
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
 

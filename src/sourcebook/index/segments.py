@@ -1,0 +1,269 @@
+"""Immutable postings segments of the keyword index, and the one file a base segment is kept in.
+
+A segment holds some chunks (rows, in ascending chunk seq) and, per term, the rows holding it
+with their term frequency: postings sorted by term id, found through a sorted array of the
+segment's term ids and their offsets (not a dense array over the whole vocabulary, so a delta
+segment of one document costs what that document holds). A segment stores no BM25 weight: N,
+avgdl and df move with every write, so index/keywords.py computes them at query time for the
+query's terms only, and an incrementally maintained index scores exactly as a rebuilt one.
+
+The base segment is saved beside the database in one file (`save` / `load`): a header (magic,
+version, a JSON description of the arrays and the change mark the segment reflects) followed
+by the raw arrays, 64-byte aligned. One file replaced by an atomic rename (temp file, fsync,
+rename, fsync of the directory) means a reader sees the old segment or the new one, never a
+mix of two, which a directory of .npy files cannot promise; the arrays are read through one
+read-only memory map, so a cold open costs the header and the pages a query touches, and the
+kernel may drop those pages again (RSS stays bounded at a million chunks).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAGIC = b"SBKWSEG1"
+_HEADER = struct.Struct("<8sQ")  # magic, length of the JSON description that follows
+_ALIGN = 64
+_MAX_COUNT = np.iinfo(np.uint16).max  # a term frequency is stored as uint16 (a chunk holds far fewer)
+
+_ARRAYS: dict[str, np.dtype[Any]] = {
+    "seqs": np.dtype(np.int64),
+    "lengths": np.dtype(np.int32),
+    "documents": np.dtype(np.int32),
+    "id_bytes": np.dtype(np.uint8),
+    "id_offsets": np.dtype(np.int64),
+    "terms": np.dtype(np.int32),
+    "term_offsets": np.dtype(np.int64),
+    "posting_rows": np.dtype(np.int32),
+    "posting_counts": np.dtype(np.uint16),
+    "document_bytes": np.dtype(np.uint8),
+    "document_offsets": np.dtype(np.int64),
+}
+
+
+class SegmentFileError(Exception):
+    """A saved segment that cannot be used (missing, truncated, another format): rebuild it."""
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One chunk as the index reads it: its seq, id, document id and stored term counts."""
+
+    seq: int
+    chunk_id: str
+    document_id: str
+    length: int
+    term_ids: np.ndarray  # int32
+    counts: np.ndarray  # int32, parallel to term_ids
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Chunks in ascending seq and their postings; `documents` are codes into the index's document table."""
+
+    seqs: np.ndarray
+    lengths: np.ndarray
+    documents: np.ndarray
+    id_bytes: np.ndarray
+    id_offsets: np.ndarray
+    terms: np.ndarray  # sorted distinct term ids
+    term_offsets: np.ndarray  # postings of terms[i] are [term_offsets[i], term_offsets[i + 1])
+    posting_rows: np.ndarray
+    posting_counts: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.seqs)
+
+    def chunk_id(self, row: int) -> str:
+        return bytes(self.id_bytes[self.id_offsets[row] : self.id_offsets[row + 1]]).decode()
+
+    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, term frequencies) of the chunks holding `term_id`; empty when none does."""
+        i = int(np.searchsorted(self.terms, term_id))
+        if i == len(self.terms) or self.terms[i] != term_id:
+            return _NO_ROWS, _NO_COUNTS
+        start, end = self.term_offsets[i], self.term_offsets[i + 1]
+        return self.posting_rows[start:end], self.posting_counts[start:end]
+
+    def posting_terms(self) -> np.ndarray:
+        """The term id of every posting (what `merge` re-sorts)."""
+        return np.repeat(self.terms, np.diff(self.term_offsets))
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[ChunkRow], document_code: dict[str, int]) -> Segment:
+        """A segment of `rows` (ascending seq); new documents get the next codes of `document_code`."""
+        sizes = np.fromiter((len(r.term_ids) for r in rows), dtype=np.int64, count=len(rows))
+        local_rows = np.repeat(np.arange(len(rows), dtype=np.int32), sizes)
+        terms = np.concatenate([r.term_ids for r in rows]) if rows else np.zeros(0, np.int32)
+        counts = np.concatenate([r.counts for r in rows]) if rows else np.zeros(0, np.int32)
+        ids = [r.chunk_id.encode() for r in rows]
+        return _assemble(
+            seqs=np.fromiter((r.seq for r in rows), dtype=np.int64, count=len(rows)),
+            lengths=np.fromiter((r.length for r in rows), dtype=np.int32, count=len(rows)),
+            documents=np.fromiter(
+                (document_code.setdefault(r.document_id, len(document_code)) for r in rows),
+                dtype=np.int32, count=len(rows),
+            ),
+            id_bytes=np.frombuffer(b"".join(ids), dtype=np.uint8),
+            id_offsets=_offsets(len(i) for i in ids),
+            posting_terms=terms.astype(np.int32, copy=False),
+            posting_rows=local_rows,
+            posting_counts=counts,
+        )
+
+
+def merge(parts: Sequence[tuple[Segment, np.ndarray | None]], recode: np.ndarray) -> Segment:
+    """One segment of the live rows of `parts` (each a segment and its live mask, None = all live),
+    which lie in ascending seq order; `recode` maps old document codes to new ones."""
+    seqs, lengths, documents, id_parts, id_sizes = [], [], [], [], []
+    terms, rows, counts = [], [], []
+    first_row = 0
+    for segment, live in parts:
+        keep = np.ones(segment.size, dtype=bool) if live is None else live
+        renumber = np.cumsum(keep, dtype=np.int64) - 1 + first_row
+        seqs.append(segment.seqs[keep])
+        lengths.append(segment.lengths[keep])
+        documents.append(recode[segment.documents[keep]])
+        kept_rows = np.flatnonzero(keep)
+        starts, ends = segment.id_offsets[kept_rows], segment.id_offsets[kept_rows + 1]
+        id_sizes.append(ends - starts)
+        id_parts.append(segment.id_bytes[_ranges(starts, ends)])
+        live_postings = keep[segment.posting_rows]
+        terms.append(segment.posting_terms()[live_postings])
+        rows.append(renumber[segment.posting_rows[live_postings]].astype(np.int32))
+        counts.append(segment.posting_counts[live_postings])
+        first_row += int(keep.sum())
+    return _assemble(
+        seqs=np.concatenate(seqs), lengths=np.concatenate(lengths), documents=np.concatenate(documents),
+        id_bytes=np.concatenate(id_parts), id_offsets=_offsets(np.concatenate(id_sizes).tolist()),
+        posting_terms=np.concatenate(terms), posting_rows=np.concatenate(rows),
+        posting_counts=np.concatenate(counts),
+    )
+
+
+def _assemble(
+    *, seqs: np.ndarray, lengths: np.ndarray, documents: np.ndarray, id_bytes: np.ndarray, id_offsets: np.ndarray,
+    posting_terms: np.ndarray, posting_rows: np.ndarray, posting_counts: np.ndarray,
+) -> Segment:
+    """Sort postings by term (rows stay ascending within a term: the sort is stable)."""
+    order = np.argsort(posting_terms, kind="stable")
+    sorted_terms = posting_terms[order]
+    terms, first = np.unique(sorted_terms, return_index=True)
+    term_offsets = np.append(first, len(sorted_terms)).astype(np.int64)
+    return Segment(
+        seqs=seqs.astype(np.int64, copy=False), lengths=lengths.astype(np.int32, copy=False),
+        documents=documents.astype(np.int32, copy=False), id_bytes=id_bytes.astype(np.uint8, copy=False),
+        id_offsets=id_offsets, terms=terms.astype(np.int32, copy=False), term_offsets=term_offsets,
+        posting_rows=posting_rows[order].astype(np.int32, copy=False),
+        posting_counts=np.minimum(posting_counts[order], _MAX_COUNT).astype(np.uint16),
+    )
+
+
+def _offsets(sizes: Iterable[int]) -> np.ndarray:
+    sized = np.fromiter(sizes, dtype=np.int64)
+    offsets = np.zeros(len(sized) + 1, dtype=np.int64)
+    np.cumsum(sized, out=offsets[1:])
+    return offsets
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenated index ranges [starts[i], ends[i]) (the kept chunks' id bytes)."""
+    sizes = ends - starts
+    out_starts = np.cumsum(sizes) - sizes
+    return np.repeat(starts - out_starts, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int32)
+_NO_COUNTS = np.zeros(0, dtype=np.uint16)
+
+
+def save(path: Path, segment: Segment, documents: Sequence[str], description: dict[str, Any]) -> None:
+    """Write `segment`, the document table its codes index and `description` (JSON) to `path` atomically."""
+    encoded = [d.encode() for d in documents]
+    arrays: dict[str, np.ndarray] = {
+        **{name: getattr(segment, name) for name in _ARRAYS if not name.startswith("document_")},
+        "document_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        "document_offsets": _offsets(len(e) for e in encoded),
+    }
+    layout: dict[str, list[int]] = {}
+    position = 0
+    for name, array in arrays.items():
+        layout[name] = [position, len(array)]
+        position = _aligned(position + array.nbytes)
+    header = json.dumps({**description, "arrays": layout}).encode()
+    data_start = _aligned(_HEADER.size + len(header))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as out:
+            out.write(_HEADER.pack(MAGIC, len(header)) + header)
+            for name, array in arrays.items():
+                out.seek(data_start + layout[name][0])
+                out.write(np.ascontiguousarray(array, dtype=_ARRAYS[name]).tobytes())
+            out.truncate(data_start + position)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def load(path: Path) -> tuple[Segment, list[str], dict[str, Any]]:
+    """The segment, document table and description `save` wrote; SegmentFileError if unusable."""
+    try:
+        with open(path, "rb") as source:
+            mapped = mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # missing, unreadable, or empty (mmap refuses length 0)
+        raise SegmentFileError(f"{path}: {exc}") from exc
+    try:
+        magic, header_size = _HEADER.unpack_from(mapped, 0)
+        if magic != MAGIC:
+            raise SegmentFileError(f"{path} is not a keyword segment of this version")
+        description = json.loads(bytes(mapped[_HEADER.size : _HEADER.size + header_size]))
+        data_start = _aligned(_HEADER.size + header_size)
+        arrays = {}
+        for name, dtype in _ARRAYS.items():
+            offset, count = description["arrays"][name]
+            if data_start + offset + count * dtype.itemsize > len(mapped):
+                raise SegmentFileError(f"{path} is truncated ({name})")
+            arrays[name] = np.frombuffer(mapped, dtype=dtype, count=count, offset=data_start + offset)
+    except (struct.error, ValueError, KeyError, TypeError) as exc:
+        raise SegmentFileError(f"{path}: unreadable header: {exc}") from exc
+    document_bytes, document_offsets = arrays.pop("document_bytes"), arrays.pop("document_offsets")
+    segment = Segment(**arrays)
+    _check_shapes(path, segment, len(document_offsets) - 1)
+    raw = bytes(document_bytes)
+    documents = [raw[start:end].decode() for start, end in zip(document_offsets[:-1], document_offsets[1:])]
+    return segment, documents, description
+
+
+def _check_shapes(path: Path, segment: Segment, documents: int) -> None:
+    """The sizes the arrays must agree on (cheap: the postings' pages are not read)."""
+    n = segment.size
+    consistent = (
+        len(segment.lengths) == n and len(segment.documents) == n and len(segment.id_offsets) == n + 1
+        and int(segment.id_offsets[-1]) == len(segment.id_bytes)
+        and len(segment.term_offsets) == len(segment.terms) + 1
+        and int(segment.term_offsets[-1]) == len(segment.posting_rows) == len(segment.posting_counts)
+        and documents >= 0
+    )
+    if not consistent:
+        raise SegmentFileError(f"{path}: the arrays' sizes disagree")
+
+
+def _aligned(position: int) -> int:
+    return -(-position // _ALIGN) * _ALIGN
