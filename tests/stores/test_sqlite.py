@@ -324,6 +324,31 @@ def test_collections_of_other_dimensions_are_searched_apart(store: SQLiteStore) 
         store.vector_search(axis(0), 5, SearchFilter.build(collections="wide"))
 
 
+def plans_of_statements(store: SQLiteStore, call: Any) -> list[list[str]]:
+    """EXPLAIN QUERY PLAN of every SELECT that `call(store)` runs, as SQLite would run it now."""
+    statements: list[str] = []
+    assert store._db.conn is not None
+    store._db.conn.set_trace_callback(statements.append)
+    try:
+        call(store)
+    finally:
+        store._db.conn.set_trace_callback(None)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    with sqlite3.connect(store.path) as conn:
+        return [[row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in selects]
+
+
+def test_fetching_chunks_by_id_reads_those_chunks_not_every_document(store: SQLiteStore) -> None:
+    """The hit fetch of every search: chunks by id first, each one's document by key (with no
+    statistics SQLite used to start from all of the tenant's documents and read every chunk)."""
+    for i in range(3):
+        put(store, f"d{i}", ["alpha", "beta"])
+    (plan,) = plans_of_statements(store, lambda s: s.get_chunks(["d1#0", "d2#1"]))
+    assert plan[0].startswith("SEARCH c USING INDEX") and "(id=?)" in plan[0]
+    assert not any(step.startswith("SCAN") and "json_each" not in step for step in plan)
+    assert any(step.startswith("SEARCH d USING") and "(id=?)" in step for step in plan)
+
+
 @pytest.mark.parametrize("call", [
     lambda s: s.keyword_search("x", 0, EVERYTHING),
     lambda s: s.vector_search(axis(0), 0, EVERYTHING),
