@@ -187,7 +187,7 @@ class KeywordIndex:
             kth_score = -np.partition(-scores[candidates], k - 1)[k - 1]
             candidates = candidates[scores[candidates] >= kth_score]
         ranked = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
-        return [(self._chunk_id(int(row)), float(scores[row])) for row in ranked]
+        return list(zip(self._chunk_ids(ranked), scores[ranked].tolist()))
 
     def _allowed_rows(self, rows: np.ndarray, allowed_documents: list[str]) -> np.ndarray:
         """Which of `rows` (ascending) belong to one of the allowed documents."""
@@ -200,10 +200,13 @@ class KeywordIndex:
         )
         return mask[document_codes]
 
-    def _chunk_id(self, row: int) -> str:
-        if row < self.base.size:
-            return self.base.chunk_id(row)
-        return self.delta.chunk_id(row - self.base.size)
+    def _chunk_ids(self, rows: np.ndarray) -> list[str]:
+        """Ids of `rows` (in any order) of either segment."""
+        in_base = rows < self.base.size
+        ids = np.empty(len(rows), dtype=object)
+        ids[in_base] = self.base.chunk_ids(rows[in_base])
+        ids[~in_base] = self.delta.chunk_ids(rows[~in_base] - self.base.size)
+        return ids.tolist()
 
     @cached_property
     def chunk_seqs(self) -> np.ndarray:

@@ -131,7 +131,7 @@ def _description(mark: ChangeMark, tenant: str, index: KeywordIndex) -> dict[str
     """What a saved base says about itself: the mark it reflects and its last chunk (to tell a
     file replaced under the same path from the one the segment was built from)."""
     base = index.base
-    last = [int(base.seqs[-1]), base.chunk_id(base.size - 1)] if base.size else None
+    last = [int(base.seqs[-1]), base.chunk_ids(np.array([base.size - 1]))[0]] if base.size else None
     return {"format": SEGMENT_FORMAT, "tenant": tenant, "mark": [mark.chunk_seq, mark.deletion_id], "last": last}
 
 
