@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sourcebook.index import keywords as index_keywords
+from sourcebook.index import segments
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore
 from sourcebook.stores.bm25 import B, K1, query_terms
@@ -57,6 +58,8 @@ def test_incremental_index_scores_exactly_as_a_rebuild(
         monkeypatch.setattr(index_keywords, "MIN_DELTA_ROWS", 2)
         monkeypatch.setattr(index_keywords, "DELTA_SHARE", 2)
         monkeypatch.setattr(index_keywords, "DEAD_SHARE", 3)
+        monkeypatch.setattr(segments, "MERGE_STEP", 3)  # several steps per merge
+        monkeypatch.setattr(sqlite_keywords, "_BATCH_ROWS", 2)  # several batches per rebuild
     else:
         monkeypatch.setattr(index_keywords.KeywordIndex, "needs_merge", lambda self: False)
     rng = random.Random(seed)
@@ -198,3 +201,14 @@ def test_compact_past_the_index_mark_rebuilds_it(tmp_path: Path) -> None:
         writer.compact()
         assert [c for c, _ in searched(reader, "alpha", 5)] == ["d2#0"]
         assert reader._keywords is not None and reader._keywords.rebuilds == 2
+
+
+def test_an_index_that_cannot_be_saved_still_searches(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "kb.db"
+    Path(f"{path}.indexes").write_text("a file where the index directory would go")
+    with SQLiteStore(path) as store:
+        put(store, "d1", ["alpha"])
+        assert [c for c, _ in searched(store, "alpha", 5)] == ["d1#0"]
+        put(store, "d2", ["alpha beta"])
+        assert [c for c, _ in searched(store, "beta", 5)] == ["d2#0"]
+    assert "cannot save the keyword index" in caplog.text

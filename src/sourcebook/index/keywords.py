@@ -32,7 +32,7 @@ ties break on the chunk seq (rows are in seq order across segments).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -86,10 +86,13 @@ class KeywordIndex:
     unsaved_base: bool = False  # the base was just built or merged: the store may save it
 
     @classmethod
-    def build(cls, mark: ChangeMark, rows: Sequence[ChunkRow], rebuilds: int = 0) -> KeywordIndex:
-        """A fresh index of `rows` (ascending seq), all in the base."""
+    def build(cls, mark: ChangeMark, batches: Iterable[Sequence[ChunkRow]], rebuilds: int = 0) -> KeywordIndex:
+        """A fresh index of the rows of `batches` (ascending seq), all in the base.
+
+        Each batch becomes a compact segment before the next is read, and `merge` joins them
+        without a sort: memory stays near the index's own size, not the rows' Python objects."""
         documents = DocumentTable()
-        base = Segment.from_rows(rows, documents.codes)
+        base = _joined([Segment.from_rows(batch, documents.codes) for batch in batches], len(documents))
         return replace(cls.from_base(mark, base, documents, rebuilds=rebuilds + 1), unsaved_base=True)
 
     @classmethod
@@ -105,17 +108,19 @@ class KeywordIndex:
     def dead_base_rows(self) -> int:
         return 0 if self.base_live is None else self.base.size - int(self.base_live.sum())
 
-    def caught_up(self, mark: ChangeMark, added: Sequence[ChunkRow], deleted_seqs: np.ndarray) -> KeywordIndex:
-        """This index after the chunks `added` (seqs above this mark, ascending) and the deletions
-        of `deleted_seqs` (any tenant's: seqs this index does not hold are ignored)."""
+    def caught_up(
+        self, mark: ChangeMark, added: Iterable[Sequence[ChunkRow]], deleted_seqs: np.ndarray
+    ) -> KeywordIndex:
+        """This index after the chunks `added` (batches of rows with seqs above this mark, ascending)
+        and the deletions of `deleted_seqs` (any tenant's: seqs this index does not hold are ignored)."""
         delta, delta_live = self.delta, self.delta_live
-        if added:
-            recode = np.arange(len(self.documents) + len(added), dtype=np.int32)
-            new = Segment.from_rows(added, self.documents.codes)
-            delta = merge([(self.delta, self.delta_live), (new, None)], recode)
+        new = [Segment.from_rows(batch, self.documents.codes) for batch in added]
+        if new:
+            delta = merge([(self.delta, self.delta_live), *((segment, None) for segment in new)],
+                          np.arange(len(self.documents), dtype=np.int32))
             delta_live = None
-        live_count = self.live_count + len(added)
-        live_length = self.live_length + sum(row.length for row in added)
+        live_count = self.live_count + sum(segment.size for segment in new)
+        live_length = self.live_length + sum(int(segment.lengths.sum(dtype=np.int64)) for segment in new)
         base_live, removed_base, removed_length = _without(self.base, self.base_live, deleted_seqs)
         delta_live, removed_delta, removed_delta_length = _without(delta, delta_live, deleted_seqs)
         updated = replace(
@@ -233,3 +238,12 @@ def _without(
     updated = np.ones(segment.size, dtype=bool) if live is None else live.copy()
     updated[hits] = False
     return updated, len(hits), int(segment.lengths[hits].sum(dtype=np.int64))
+
+
+def _joined(segments: list[Segment], documents: int) -> Segment:
+    """The segments (in seq order, every row live) as one."""
+    if len(segments) == 1:
+        return segments[0]
+    if not segments:
+        return Segment.from_rows([], {})
+    return merge([(segment, None) for segment in segments], np.arange(max(documents, 1), dtype=np.int32))

@@ -22,7 +22,7 @@ import json
 import mmap
 import os
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,10 +98,6 @@ class Segment:
         start, end = self.term_offsets[i], self.term_offsets[i + 1]
         return self.posting_rows[start:end], self.posting_counts[start:end]
 
-    def posting_terms(self) -> np.ndarray:
-        """The term id of every posting (what `merge` re-sorts)."""
-        return np.repeat(self.terms, np.diff(self.term_offsets))
-
     @classmethod
     def from_rows(cls, rows: Sequence[ChunkRow], document_code: dict[str, int]) -> Segment:
         """A segment of `rows` (ascending seq); new documents get the next codes of `document_code`."""
@@ -125,33 +121,84 @@ class Segment:
         )
 
 
+MERGE_STEP = 4_000_000
+"""Postings a merge handles at a time: its temporaries stay near 100 MB whatever the corpus."""
+
+
 def merge(parts: Sequence[tuple[Segment, np.ndarray | None]], recode: np.ndarray) -> Segment:
     """One segment of the live rows of `parts` (each a segment and its live mask, None = all live),
-    which lie in ascending seq order; `recode` maps old document codes to new ones."""
-    seqs, lengths, documents, id_parts, id_sizes = [], [], [], [], []
-    terms, rows, counts = [], [], []
-    first_row = 0
+    which lie in ascending seq order; `recode` maps old document codes to new ones.
+
+    No sort: every part is already sorted by term, so a posting's place in the result is its
+    term's offset plus the live postings of that term in earlier parts and before it in its own.
+    Two passes over the parts, a step of terms at a time (MERGE_STEP postings), count the live
+    postings per term and then place them: beyond the result, memory is one step's temporaries
+    (a base part may be the memory-mapped file), not a sort of every posting."""
+    renumbers, first_row = [], 0
     for segment, live in parts:
-        keep = np.ones(segment.size, dtype=bool) if live is None else live
-        renumber = np.cumsum(keep, dtype=np.int64) - 1 + first_row
-        seqs.append(segment.seqs[keep])
-        lengths.append(segment.lengths[keep])
-        documents.append(recode[segment.documents[keep]])
-        kept_rows = np.flatnonzero(keep)
+        kept = segment.size if live is None else int(live.sum())
+        renumber = np.arange(segment.size, dtype=np.int64) if live is None else np.cumsum(live, dtype=np.int64) - 1
+        renumbers.append((renumber + first_row).astype(np.int32))
+        first_row += kept
+    vocabulary = max((int(segment.terms[-1]) + 1 for segment, _ in parts if len(segment.terms)), default=0)
+    frequencies = np.zeros(vocabulary, dtype=np.int64)
+    for (segment, live), renumber in zip(parts, renumbers):
+        for terms, _, _ in _live_steps(segment, live, renumber):
+            frequencies += np.bincount(terms, minlength=vocabulary)
+    starts = np.zeros(vocabulary + 1, dtype=np.int64)
+    np.cumsum(frequencies, out=starts[1:])
+    rows = np.empty(int(starts[-1]), dtype=np.int32)
+    counts = np.empty(int(starts[-1]), dtype=np.uint16)
+    cursor = starts[:-1].copy()
+    for (segment, live), renumber in zip(parts, renumbers):
+        for terms, step_rows, step_counts in _live_steps(segment, live, renumber):
+            first = np.flatnonzero(np.diff(terms, prepend=-1))  # the step's terms are ascending
+            present, sizes = terms[first], np.diff(np.append(first, len(terms)))
+            places = np.repeat(cursor[present] - first, sizes) + np.arange(len(terms), dtype=np.int64)
+            rows[places], counts[places] = step_rows, step_counts
+            cursor[present] += sizes
+    present = np.flatnonzero(frequencies).astype(np.int32)
+    return Segment(
+        **_merged_rows(parts, recode), terms=present, term_offsets=np.append(starts[present], starts[-1]),
+        posting_rows=rows, posting_counts=counts,
+    )
+
+
+def _live_steps(
+    segment: Segment, live: np.ndarray | None, renumber: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(term ids, renumbered rows, counts) of the live postings, a run of whole terms at a time."""
+    offsets = segment.term_offsets
+    i = 0
+    while i < len(segment.terms):
+        j = max(i + 1, min(len(segment.terms), int(np.searchsorted(offsets, offsets[i] + MERGE_STEP, "right")) - 1))
+        start, end = int(offsets[i]), int(offsets[j])
+        terms = np.repeat(segment.terms[i:j], np.diff(offsets[i : j + 1]))
+        rows, counts = segment.posting_rows[start:end], segment.posting_counts[start:end]
+        if live is not None:
+            keep = live[rows]
+            terms, rows, counts = terms[keep], rows[keep], counts[keep]
+        yield terms, renumber[rows], counts
+        i = j
+
+
+def _merged_rows(parts: Sequence[tuple[Segment, np.ndarray | None]], recode: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-row arrays of a merge: the live rows of every part, in order."""
+    seqs, lengths, documents, id_parts, id_sizes = [], [], [], [], []
+    for segment, live in parts:
+        kept_rows = np.arange(segment.size) if live is None else np.flatnonzero(live)
+        seqs.append(segment.seqs[kept_rows])
+        lengths.append(segment.lengths[kept_rows])
+        documents.append(recode[segment.documents[kept_rows]])
         starts, ends = segment.id_offsets[kept_rows], segment.id_offsets[kept_rows + 1]
         id_sizes.append(ends - starts)
         id_parts.append(segment.id_bytes[_ranges(starts, ends)])
-        live_postings = keep[segment.posting_rows]
-        terms.append(segment.posting_terms()[live_postings])
-        rows.append(renumber[segment.posting_rows[live_postings]].astype(np.int32))
-        counts.append(segment.posting_counts[live_postings])
-        first_row += int(keep.sum())
-    return _assemble(
-        seqs=np.concatenate(seqs), lengths=np.concatenate(lengths), documents=np.concatenate(documents),
-        id_bytes=np.concatenate(id_parts), id_offsets=_offsets(np.concatenate(id_sizes).tolist()),
-        posting_terms=np.concatenate(terms), posting_rows=np.concatenate(rows),
-        posting_counts=np.concatenate(counts),
-    )
+    return {
+        "seqs": np.concatenate(seqs).astype(np.int64), "lengths": np.concatenate(lengths).astype(np.int32),
+        "documents": np.concatenate(documents).astype(np.int32),
+        "id_bytes": np.concatenate(id_parts).astype(np.uint8),
+        "id_offsets": _offsets(np.concatenate(id_sizes).tolist()),
+    }
 
 
 def _assemble(

@@ -20,12 +20,13 @@ import json
 import logging
 import sqlite3
 from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ...index.keywords import DocumentTable, KeywordIndex
-from ...index.segments import ChunkRow, SegmentFileError, load, save
+from ...index.segments import ChunkRow, Segment, SegmentFileError, load, save
 from ...models import ScoredId, SearchFilter
 from ..bm25 import B, K1, query_terms
 from ..common import check_k
@@ -34,6 +35,9 @@ from .changes import ChangeMark, current_mark, deletions_since
 from .filters import allowed_documents
 
 _log = logging.getLogger(__name__)
+
+_BATCH_ROWS = 50_000
+"""Rows read into Python objects at a time; each batch is compacted into a segment before the next."""
 
 SEGMENT_FORMAT = 1
 """Bumped when what a saved segment means changes (the file is then rebuilt)."""
@@ -90,19 +94,21 @@ def caught_up(conn: sqlite3.Connection, index: KeywordIndex | None, tenant: str,
     else:
         updated = index.caught_up(mark, _rows_after(conn, tenant, index.mark.chunk_seq), deleted)
     if updated.unsaved_base:  # just built or merged: the base is every live row at the mark
-        if file is not None:
-            _save(file, updated, tenant)
-        updated = replace(updated, unsaved_base=False)
+        mapped = None if file is None else _saved_and_mapped(file, updated, tenant)
+        updated = replace(updated, base=mapped or updated.base, unsaved_base=False)
     return updated
 
 
-def _save(file: Path, index: KeywordIndex, tenant: str) -> None:
-    """Save the base; a failure (read-only directory, full disk) costs a rebuild at the next cold
-    open, never a search, so it is logged rather than raised."""
+def _saved_and_mapped(file: Path, index: KeywordIndex, tenant: str) -> Segment | None:
+    """Save the base and map it back, so its pages are the file's (the kernel may drop them)
+    rather than process memory. A failure (read-only directory, full disk) costs a rebuild at
+    the next cold open, never a search, so it is logged rather than raised; None then."""
     try:
         save(file, index.base, index.documents.ordered(), _description(index.mark, tenant, index))
-    except OSError as exc:
+        return load(file)[0]
+    except (OSError, SegmentFileError) as exc:
         _log.warning("cannot save the keyword index to %s (%s); it is rebuilt at the next open", file, exc)
+        return None
 
 
 def _behind(old: ChangeMark, new: ChangeMark) -> bool:
@@ -110,12 +116,15 @@ def _behind(old: ChangeMark, new: ChangeMark) -> bool:
     return old.chunk_seq <= new.chunk_seq and old.deletion_id <= new.deletion_id
 
 
-def _rows_after(conn: sqlite3.Connection, tenant: str, seq: int) -> list[ChunkRow]:
-    return [
-        ChunkRow(seq, chunk_id, document_id, length, np.frombuffer(term_ids, dtype=np.int32),
-                 np.frombuffer(counts, dtype=np.int32))
-        for seq, chunk_id, document_id, length, term_ids, counts in conn.execute(_ROWS_AFTER, (seq, tenant))
-    ]
+def _rows_after(conn: sqlite3.Connection, tenant: str, seq: int) -> Iterator[list[ChunkRow]]:
+    """The tenant's chunks with a seq above `seq`, ascending, in batches (a rebuild reads them all)."""
+    cursor = conn.execute(_ROWS_AFTER, (seq, tenant))
+    while batch := cursor.fetchmany(_BATCH_ROWS):
+        yield [
+            ChunkRow(seq, chunk_id, document_id, length, np.frombuffer(term_ids, dtype=np.int32),
+                     np.frombuffer(counts, dtype=np.int32))
+            for seq, chunk_id, document_id, length, term_ids, counts in batch
+        ]
 
 
 def _term_ids(conn: sqlite3.Connection, terms: list[str]) -> list[int]:
