@@ -19,6 +19,7 @@ and run the first search that sees it.
 
     pip install --target DIR tantivy==0.27.0 bm25s==0.3.16   # measurement only, not dependencies
     PYTHONPATH=src:DIR python bench/keyword_options.py DB [--engines segments,baseline,tantivy,bm25s,fts5]
+        [--scale 10]   # every document of DB ten times (a cached keyword-only copy): 1M chunks from 100k
 """
 
 from __future__ import annotations
@@ -240,6 +241,37 @@ ENGINES: dict[str, Callable[[str, list[str], dict[str, Any]], dict[str, Any]]] =
 }
 
 
+def replicated(source: str, factor: int) -> str:
+    """A keyword-only copy of `source` with every document `factor` times (new ids, same terms),
+    cached beside it: a million-chunk corpus with real term statistics in a minute, no vectors."""
+    target = str(Path(source).with_suffix(f".x{factor}.db"))
+    if Path(target).exists():
+        return target
+    from sourcebook.stores import SQLiteStore
+
+    partial = target + ".partial"
+    SQLiteStore(partial).close()  # the schema, migrated
+    conn = sqlite3.connect(partial, isolation_level=None)
+    conn.execute("ATTACH DATABASE ? AS s", (f"file:{source}?mode=ro",))
+    top = conn.execute("SELECT max(seq) FROM s.chunks").fetchone()[0]
+    columns = "tenant, collection, source, title, media_type, status, error, chunk_count, content_hash, metadata, created_at, updated_at"
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO collections SELECT * FROM s.collections")
+    conn.execute("INSERT INTO terms SELECT * FROM s.terms")
+    for r in range(factor):
+        renamed = columns.replace("source,", f"source || '~{r}',")
+        conn.execute(f"INSERT INTO documents (id, {columns}) SELECT id || '~{r}', {renamed} FROM s.documents")
+        conn.execute(f"""INSERT INTO chunks (seq, id, document_id, position, text, prefix, heading_path, page, token_count,
+                                             content_hash, start, "end")
+                         SELECT seq + {r * top}, replace(id, '#', '~{r}#'), document_id || '~{r}', position, text, prefix,
+                                heading_path, page, token_count, content_hash, start, "end" FROM s.chunks ORDER BY seq""")
+        conn.execute(f"INSERT INTO chunk_terms SELECT chunk_seq + {r * top}, length, term_ids, counts FROM s.chunk_terms")
+    conn.execute("COMMIT")
+    conn.close()
+    os.replace(partial, target)
+    return target
+
+
 def _size_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6 if path.exists() else 0.0
 
@@ -250,6 +282,8 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--baseline-src", default="", help="source tree with the old stores/sqlite/keyword_index.py")
+    parser.add_argument("--scale", type=int, default=1, help="replicate every document this many times first")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds an engine may take")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     texts = queries(args.queries)
@@ -261,17 +295,21 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="kw-options-") as scratch:
         copy = str(Path(scratch) / "kb.db")
-        shutil.copyfile(args.db, copy)
+        shutil.copyfile(replicated(args.db, args.scale) if args.scale > 1 else args.db, copy)
         for engine in args.engines.split(","):
             command = [sys.executable, __file__, copy, "--child", engine, "--queries", str(args.queries),
                        "--baseline-src", args.baseline_src]
             path = [args.baseline_src] if engine == "baseline" else []
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, *sys.path[1:]])}
-            done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-            if done.returncode:
-                results[engine] = {"error": done.stderr.strip().splitlines()[-1:]}
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, check=False, env=env, timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                results[engine] = {"error": [f"over {args.timeout:.0f} s"]}
             else:
-                results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+                if done.returncode:
+                    results[engine] = {"error": done.stderr.strip().splitlines()[-1:]}
+                else:
+                    results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
             print(engine, json.dumps(results[engine]), flush=True)
     print("\n| engine | build s | cold open s | p50 ms (k=200) | p95 ms | add one doc + first search s | peak RSS MB |")
     print("|---|---|---|---|---|---|---|")
