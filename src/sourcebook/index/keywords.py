@@ -178,11 +178,15 @@ class KeywordIndex:
             if not document_frequency:
                 continue
             idf = max(math.log((self.live_count - document_frequency + 0.5) / (document_frequency + 0.5)), 1e-6)
-            tf = np.concatenate(frequencies).astype(np.float64)
-            norm = np.concatenate(lengths) * per_length
-            norm += tf + constant
-            contributions.append((idf * (k1 + 1)) * tf / norm)
-            rows.append(np.concatenate(term_rows))
+            tf = _joined_arrays(frequencies).astype(np.float32)  # float32 as before: half the memory traffic
+            norm = _joined_arrays(lengths).astype(np.float32)
+            norm *= per_length
+            norm += tf
+            norm += constant
+            tf *= idf * (k1 + 1)
+            tf /= norm
+            contributions.append(tf)
+            rows.append(_joined_arrays(term_rows))
         if not rows:
             return []
         scores = np.bincount(np.concatenate(rows), weights=np.concatenate(contributions),
@@ -243,3 +247,8 @@ def _joined(segments: list[Segment], documents: int) -> Segment:
     if not segments:
         return Segment.from_rows([], {})
     return merge([(segment, None) for segment in segments], np.arange(max(documents, 1), dtype=np.int32))
+
+
+def _joined_arrays(arrays: list[np.ndarray]) -> np.ndarray:
+    """One array of `arrays` (most terms have postings in the base only: no copy then)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
