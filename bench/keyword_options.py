@@ -21,6 +21,7 @@ and run the first search that sees it.
     pip install --target DIR tantivy==0.27.0 bm25s==0.3.16   # measurement only, not dependencies
     PYTHONPATH=src:DIR python bench/keyword_options.py DB [--engines segments,baseline,tantivy,bm25s,fts5]
         [--scale 10]   # every document of DB ten times (a cached keyword-only copy): 1M chunks from 100k
+        [--head-to-head 3]   # only baseline vs this store, query by query in one process (3 rounds)
 """
 
 from __future__ import annotations
@@ -250,6 +251,43 @@ def run_fts5(db: str, texts: list[str], _: dict[str, Any]) -> dict[str, Any]:
     return {"build_s": build_s, "open_s": 0.0, **figures, "add_one_s": add_one_s, "index_file_mb": size}
 
 
+def head_to_head(db: str, texts: list[str], baseline_src: str, rounds: int) -> dict[str, float]:
+    """The baseline index and this store's search in one process, query by query in turn (the
+    fairest ratio on a shared machine): p50 of each over `rounds` passes, and how often their
+    top 10 agree. The baseline's module is loaded from `baseline_src` beside this tree's."""
+    import importlib.util
+
+    from sourcebook.models import SearchFilter
+    from sourcebook.stores import SQLiteStore
+
+    spec = importlib.util.spec_from_file_location(
+        "baseline_keyword_index", Path(baseline_src) / "sourcebook/stores/sqlite/keyword_index.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "sourcebook.stores.sqlite"  # its relative imports resolve in this tree
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    rows, vocabulary = term_rows(db)
+    baseline = module.KeywordIndex.build(0, vocabulary, ((chunk_id, document_id, length, ids.tobytes(), counts.tobytes())
+                                                         for _, chunk_id, document_id, length, ids, counts in rows))
+    del rows
+    store = SQLiteStore(db)
+    everything = SearchFilter()
+    store.keyword_search(texts[0], K, everything)
+    times: dict[str, list[float]] = {"baseline_p50_ms": [], "segments_p50_ms": []}
+    for _ in range(rounds):
+        for text in texts:
+            for name, search in (("baseline_p50_ms", lambda: baseline.search(text, K, None)),
+                                 ("segments_p50_ms", lambda: store.keyword_search(text, K, everything))):
+                start = time.perf_counter()
+                search()
+                times[name].append((time.perf_counter() - start) * 1000)
+    agree = sum([c for c, _ in baseline.search(t, 10, None)] == [h.chunk_id for h in store.keyword_search(t, 10, everything)]
+                for t in texts)
+    store.close()
+    return {**{name: percentile(values, 50) for name, values in times.items()}, "same_top10": agree / len(texts)}
+
+
 ENGINES: dict[str, Callable[[str, list[str], dict[str, Any]], dict[str, Any]]] = {
     "segments-build": run_build, "segments": run_store, "baseline": run_store, "tantivy": run_tantivy, "bm25s": run_bm25s, "fts5": run_fts5,
 }
@@ -300,8 +338,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds an engine may take")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--build-s", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--head-to-head", type=int, metavar="ROUNDS",
+                        help="only compare the baseline and this store's search in one process, in turn")
     args = parser.parse_args()
     texts = queries(args.queries)
+    if args.head_to_head:
+        print(json.dumps(head_to_head(args.db, texts, args.baseline_src, args.head_to_head)))
+        return
     if args.child:
         options = {"baseline_src": args.baseline_src, **({"build_s": args.build_s} if args.build_s is not None else {})}
         figures = ENGINES[args.child](args.db, texts, options)

@@ -1,18 +1,22 @@
 """BM25 keyword search over postings segments that catch up with each write instead of rebuilding.
 
-Why our own postings (measured by bench/keyword_options.py; figures in the README, "Keyword
-index"): the alternatives each miss a requirement of the embedded tier.
+Why our own postings (bench/keyword_options.py at 100,000 chunks, 2026-11-25; table in the
+README, "Keyword index"): each alternative misses a requirement of the embedded tier.
 
+* The index before this one rebuilt itself from every row after any write: 24-30 s for the
+  first search after adding one document, and a cold open paid the same.
 * SQLite FTS5 (the first design): an OR query computes bm25() for every chunk matching any
-  term; after stopword removal common terms still match a large share of chunks, 60-80 ms per
-  query at 100,000 chunks and linear beyond.
-* bm25s precomputes each (chunk, term) score with the corpus's idf and average length baked
-  in, so adding one chunk changes every score: it has no incremental add or remove, only a
-  re-index of the whole corpus.
-* tantivy is fast and on disk, but its BM25 keeps deleted documents in df and the average
-  length until a merge (scores drift from a rebuild's), its Porter-like stemmer is Snowball's
-  English rather than the analyser both stores share (stores/bm25.py), and one IndexWriter
-  per directory means two processes writing one SQLite file would fight over the index lock.
+  term; p50 544 ms under load (60-80 ms idle) at 100,000 chunks, linear in the matches.
+* bm25s 0.3.16 precomputes each (chunk, term) score with the corpus's idf and average length
+  baked in, so it has no incremental add or remove: one added document re-indexed everything
+  (111 s), and it peaked at 1.5 GB.
+* tantivy 0.27 answers fastest (p50 0.6 ms) and adds a document in 0.3-0.7 s, but its BM25
+  keeps deleted documents in df and the average length until a merge (scores drift from a
+  rebuild's and from the Postgres store's), it stems with Snowball English rather than the
+  analyser both stores share (pre-analysed terms work around that), and it allows one writer per
+  index directory, while any process writing the SQLite file must be able to bring the index
+  up to date (it would need a lock protocol of its own). Its query speed is what this index
+  does not match yet: the README lists it as the open question.
 
 Design. Each chunk's analysed term counts are stored at write time (`chunk_terms`); the index
 holds a base segment (index/segments.py, memory-mapped from a file beside the database) and
@@ -20,8 +24,8 @@ one small in-memory delta segment of the chunks added since, each with a live ma
 deleted rows. A search catches up first (stores/sqlite/keywords.py): the chunks with a seq
 above the index's `ChangeMark` become part of the delta and the logged deletions clear live
 bits, so a write costs what it changed. When the delta outgrows a share of the base, or the
-base holds too many dead rows, both merge into a new base (linear: both are sorted by term,
-and a stable sort of two sorted runs is a merge), which is saved again.
+base holds too many dead rows, both merge into a new base (no sort: both are sorted by term,
+so each posting's place is computed; segments.merge), which is saved again.
 
 Scores equal a full rebuild's exactly: no BM25 statistic is stored. N and the summed length
 are kept as integers; df, idf and the length norms are computed at query time for the
