@@ -22,6 +22,7 @@ import json
 import mmap
 import os
 import struct
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,8 +238,13 @@ _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_COUNTS = np.zeros(0, dtype=np.uint16)
 
 
-def save(path: Path, segment: Segment, documents: Sequence[str], description: dict[str, Any]) -> None:
-    """Write `segment`, the document table its codes index and `description` (JSON) to `path` atomically."""
+def save(path: Path, segment: Segment, documents: Sequence[str], description: dict[str, Any]) -> Segment:
+    """Write `segment`, the document table its codes index and `description` (JSON) to `path`
+    atomically; returns the segment mapped from the file written.
+
+    The temporary file has a name of its own (several stores of one process, or several
+    processes, may save at once) and is mapped before it is renamed: the mapping is of the
+    bytes written here, whichever save's file `path` names a moment later."""
     encoded = [d.encode() for d in documents]
     arrays: dict[str, np.ndarray] = {
         **{name: getattr(segment, name) for name in _ARRAYS if not name.startswith("document_")},
@@ -253,9 +259,10 @@ def save(path: Path, segment: Segment, documents: Sequence[str], description: di
     header = json.dumps({**description, "arrays": layout}).encode()
     data_start = _aligned(_HEADER.size + len(header))
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
     try:
-        with open(temporary, "wb") as out:
+        with os.fdopen(descriptor, "wb") as out:
             out.write(_HEADER.pack(MAGIC, len(header)) + header)
             for name, array in arrays.items():
                 out.seek(data_start + layout[name][0])
@@ -263,6 +270,7 @@ def save(path: Path, segment: Segment, documents: Sequence[str], description: di
             out.truncate(data_start + position)
             out.flush()
             os.fsync(out.fileno())
+        mapped = load(temporary)[0]
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
@@ -271,6 +279,7 @@ def save(path: Path, segment: Segment, documents: Sequence[str], description: di
         os.fsync(directory)
     finally:
         os.close(directory)
+    return mapped
 
 
 def load(path: Path) -> tuple[Segment, list[str], dict[str, Any]]:

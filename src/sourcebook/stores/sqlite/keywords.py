@@ -104,8 +104,7 @@ def _saved_and_mapped(file: Path, index: KeywordIndex, tenant: str) -> Segment |
     rather than process memory. A failure (read-only directory, full disk) costs a rebuild at
     the next cold open, never a search, so it is logged rather than raised; None then."""
     try:
-        save(file, index.base, index.documents.ordered(), _description(index.mark, tenant, index))
-        return load(file)[0]
+        return save(file, index.base, index.documents.ordered(), _description(index.mark, tenant, index))
     except (OSError, SegmentFileError) as exc:
         _log.warning("cannot save the keyword index to %s (%s); it is rebuilt at the next open", file, exc)
         return None
