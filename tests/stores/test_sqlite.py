@@ -21,8 +21,8 @@ from sourcebook.errors import ConfigurationError, InvalidQueryError, StoreError
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore, open_store
 from sourcebook.stores.sqlite import documents as sqlite_documents
-from sourcebook.stores.sqlite import terms as sqlite_terms
 from sourcebook.stores.sqlite import schema as sqlite_schema
+from sourcebook.stores.sqlite import terms as sqlite_terms
 from sourcebook.stores.sqlite import vectors as sqlite_vectors
 
 DIM = 4

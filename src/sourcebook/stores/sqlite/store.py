@@ -36,9 +36,9 @@ from .changes import clear_deletion_log
 from .documents import SQLiteDocuments
 from .graph import SQLiteGraph
 from .keys import SQLiteKeyStore
-from .terms import drop_unused_terms
 from .keywords import SQLiteKeywords
 from .schema import SCHEMA_VERSION, bump_generation, connect
+from .terms import drop_unused_terms
 from .vectors import SQLiteVectors, _VectorIndex
 
 
