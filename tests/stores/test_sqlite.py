@@ -21,8 +21,8 @@ from sourcebook.errors import ConfigurationError, InvalidQueryError, StoreError
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore, open_store
 from sourcebook.stores.sqlite import documents as sqlite_documents
-from sourcebook.stores.sqlite import keyword_index as sqlite_keyword_index
 from sourcebook.stores.sqlite import schema as sqlite_schema
+from sourcebook.stores.sqlite import terms as sqlite_terms
 from sourcebook.stores.sqlite import vectors as sqlite_vectors
 
 DIM = 4
@@ -215,7 +215,7 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
         "INSERT INTO chunks (id, document_id, position, text, prefix, heading_path, page, token_count, content_hash, start, \"end\")"
         " VALUES ('d1#0', 'd1', 0, 'Stripes confuse flies.', '', '[]', NULL, 4, 'h', 0, 22)")
     conn.execute("INSERT INTO vectors VALUES (1, ?)", (np.array([1, 0], dtype=np.float32).tobytes(),))
-    sqlite_keyword_index.backfill_terms(conn)
+    sqlite_terms.backfill_terms(conn)
     conn.execute("INSERT INTO chat_sessions VALUES ('s1', 'Old chat', ?, ?)", (now, now))
     conn.execute("INSERT INTO chat_messages (session_id, role, content, created_at) VALUES ('s1', 'user', 'hi', ?)", (now,))
     conn.execute("INSERT INTO chat_sessions VALUES ('s2', 'Never asked', ?, ?)", (now, now))
@@ -322,6 +322,31 @@ def test_collections_of_other_dimensions_are_searched_apart(store: SQLiteStore) 
     assert [r.chunk_id for r in store.vector_search(axis(0), 5, EVERYTHING)] == ["narrow#0"]
     with pytest.raises(InvalidQueryError, match="wide"):
         store.vector_search(axis(0), 5, SearchFilter.build(collections="wide"))
+
+
+def plans_of_statements(store: SQLiteStore, call: Any) -> list[list[str]]:
+    """EXPLAIN QUERY PLAN of every SELECT that `call(store)` runs, as SQLite would run it now."""
+    statements: list[str] = []
+    assert store._db.conn is not None
+    store._db.conn.set_trace_callback(statements.append)
+    try:
+        call(store)
+    finally:
+        store._db.conn.set_trace_callback(None)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    with sqlite3.connect(store.path) as conn:
+        return [[row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in selects]
+
+
+def test_fetching_chunks_by_id_reads_those_chunks_not_every_document(store: SQLiteStore) -> None:
+    """The hit fetch of every search: chunks by id first, each one's document by key (with no
+    statistics SQLite used to start from all of the tenant's documents and read every chunk)."""
+    for i in range(3):
+        put(store, f"d{i}", ["alpha", "beta"])
+    (plan,) = plans_of_statements(store, lambda s: s.get_chunks(["d1#0", "d2#1"]))
+    assert plan[0].startswith("SEARCH c USING INDEX") and "(id=?)" in plan[0]
+    assert not any(step.startswith("SCAN") and "json_each" not in step for step in plan)
+    assert any(step.startswith("SEARCH d USING") and "(id=?)" in step for step in plan)
 
 
 @pytest.mark.parametrize("call", [

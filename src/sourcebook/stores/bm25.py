@@ -4,7 +4,7 @@ Analysis: lower-cased word characters, Porter stems (the algorithm of SQLite FTS
 porter tokenizer, from PyStemmer); English stopwords are dropped from queries (not from
 the index). Scoring is Okapi BM25 as FTS5 computes it (k1 = 1.2, b = 0.75, idf =
 log((N - n + 0.5) / (n + 0.5)) floored at 1e-6): the SQLite store in numpy
-(sqlite/keyword_index.py), the Postgres store in SQL (postgres/keywords.py).
+(index/keywords.py), the Postgres store in SQL (postgres/keywords.py).
 """
 
 from __future__ import annotations

@@ -35,8 +35,13 @@ DOCUMENT_COLUMNS = (
 )
 STORED_CHUNK_SELECT = (
     "SELECT c.id, c.document_id, d.collection, d.source, d.title, c.position, c.text, "
-    "c.heading_path, c.page, c.prefix FROM chunks c JOIN documents d ON d.id = c.document_id"
+    "c.heading_path, c.page, c.prefix FROM chunks c CROSS JOIN documents d WHERE d.id = c.document_id"
 )
+"""Chunks with their document's fields; callers add ``AND`` conditions on the chunks. The CROSS JOIN
+makes SQLite look chunks up first (by id, or by document) and each one's document by key: with a
+plain JOIN and no table statistics it started from all of the tenant's documents and read every
+chunk row on every fetch (32-50x slower keyword search at 100,000 chunks, same hits). Postgres
+plans a CROSS JOIN with a WHERE condition as any inner join."""
 UPSERT_DOCUMENT = """INSERT INTO documents (id, tenant, collection, source, title, media_type, status, error,
                                             metadata, created_at, updated_at, processing_owner)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -234,7 +239,7 @@ class SqlDocuments(SharedSql):
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         with self._reading() as sql:
             rows = sql.execute(
-                f"{STORED_CHUNK_SELECT} WHERE d.tenant = ? AND {sql.dialect.any_of('c.id')}",
+                f"{STORED_CHUNK_SELECT} AND d.tenant = ? AND {sql.dialect.any_of('c.id')}",
                 (self.tenant, sql.dialect.values(dict.fromkeys(chunk_ids))),
             ).fetchall()
         return {row[0]: stored_chunk(row) for row in rows}
@@ -242,7 +247,7 @@ class SqlDocuments(SharedSql):
     def document_chunks(self, document_id: str) -> list[StoredChunk]:
         with self._reading() as sql:
             rows = sql.execute(
-                f"{STORED_CHUNK_SELECT} WHERE d.tenant = ? AND c.document_id = ? ORDER BY c.position",
+                f"{STORED_CHUNK_SELECT} AND d.tenant = ? AND c.document_id = ? ORDER BY c.position",
                 (self.tenant, document_id),
             ).fetchall()
         return [stored_chunk(row) for row in rows]

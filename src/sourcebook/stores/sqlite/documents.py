@@ -30,7 +30,7 @@ from ..common import (
 from ..sql import graph_write
 from ..sql.dialect import Sql
 from ..sql.documents import UPSERT_DOCUMENT, SqlDocuments
-from .keyword_index import index_terms
+from .terms import index_terms
 from .schema import bump_generation
 from .vectors import window_blob, window_matrix
 

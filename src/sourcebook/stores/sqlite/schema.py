@@ -4,8 +4,9 @@ The schema version is SQLite's ``user_version``: the number of MIGRATIONS applie
 one transaction (``user_version`` is transactional), so a crash leaves a file at a whole
 version. ``application_id`` marks a file as Sourcebook's, so another program's database
 is refused rather than altered. The ``meta`` table's ``generation``, bumped by every
-transaction that changes chunks, tells the in-memory indexes (vectors.py, keywords.py)
-when to reload, also after another process's writes.
+transaction that changes chunks, tells the in-memory vector index (vectors.py) when to reload,
+also after another process's writes; the keyword index catches up from the change log instead
+(changes.py, keywords.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from ...errors import StoreError
 from ..sql.migrations import Migration
 from .graph import GRAPH_TABLES
-from .keyword_index import backfill_terms
+from .terms import backfill_terms
 
 APPLICATION_ID = 0x53424F4B  # "SBOK": marks a file as a Sourcebook database
 

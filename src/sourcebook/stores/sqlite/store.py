@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from ...errors import StoreError
+from ...index.keywords import KeywordIndex
 from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
@@ -37,9 +38,9 @@ from .changes import clear_deletion_log
 from .documents import SQLiteDocuments
 from .graph import SQLiteGraph
 from .keys import SQLiteKeyStore
-from .keyword_index import KeywordIndex, drop_unused_terms
 from .keywords import SQLiteKeywords
 from .schema import SCHEMA_VERSION, bump_generation, connect, generation
+from .terms import drop_unused_terms
 from .vectors import SQLiteVectors, _VectorIndex
 
 
