@@ -85,3 +85,22 @@ def test_off_by_default_in_the_library(tmp_path: Path) -> None:
         kb.enable_query_cache(8)
         assert kb.query_cache_stats() == {"entries": 0, "max_entries": 8, "hits": {"embedding": 0, "search": 0, "answer": 0},
                                           "misses": {"embedding": 0, "search": 0, "answer": 0}}
+
+
+def test_an_llm_answer_is_served_again_without_a_second_call(tmp_path: Path, docs_copy: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.mock_servers import MockServer, OpenAIProtocol
+    from tests.mock_servers.core import Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai")
+    with MockServer(OpenAIProtocol()) as llm:
+        llm.default = Reply("Full-time employees receive 27 days of annual leave [1].")
+        with KnowledgeBase.open(tmp_path / "kb.db", query_cache_entries=8, llm="openai:model-x",
+                                llm_base_urls={"openai": llm.url + "/v1"}, llm_follow_ups=False) as kb:
+            kb.add(str(docs_copy / "employee-handbook.md"))
+            first = kb.ask(QUESTION)
+            again = kb.ask(QUESTION)
+            assert first.answerer == "openai:model-x" and first.usage["output_tokens"] > 0
+            assert again.answer == first.answer and again.usage == {"cached": True}
+            assert len(llm.chat_requests()) == 1
+            assert kb.ask(QUESTION, llm="openai:model-x").usage == {"cached": True}  # the same LLM, named

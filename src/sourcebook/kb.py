@@ -282,7 +282,7 @@ class KnowledgeBase:
             return answerer.answer(asked)
         generator = self.generator(llm)
         key = (self.tenant, self._store.search_generation(), self.settings.embedding_model,
-               generator.spec() if generator else "extractive", repr(asked))
+               generator.spec if generator else "extractive", repr(asked))
         return cache.get_or_compute("answer", key, lambda: answerer.answer(asked), stored=_served_again)
 
     def enable_query_cache(self, max_entries: int) -> None:

@@ -104,10 +104,12 @@ class MeteredGenerator:
 
     def __init__(self, inner: Generator) -> None:
         self.inner = inner
+        self.provider = inner.provider
         self.model = inner.model
 
+    @property
     def spec(self) -> str:
-        return self.inner.spec()
+        return self.inner.spec
 
     def generate(self, request: GenerationRequest) -> Generation:
         generation = self.inner.generate(request)
