@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigurationError, EmbeddingError
+from ..profiling import count, stage
 from .base import ProgressCallback
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -171,19 +171,6 @@ def _segments(text: str) -> Iterator[str]:
     yield text[start:]
 
 
-@dataclass
-class EmbeddingCost:
-    """Where `embed_documents` spent its time since the embedder was made: for `add --profile`."""
-
-    tokenize_seconds: float = 0.0
-    model_seconds: float = 0.0
-    """Wall time of the forward passes and pooling."""
-    tokens: int = 0
-    """Tokens of the texts, special tokens included, after truncation."""
-    padded_tokens: int = 0
-    """Tokens the model computed: each batch's rows times its longest row."""
-
-
 class LocalEmbedder:
     """An `Embedder` running a transformer encoder with onnxruntime.
 
@@ -203,7 +190,6 @@ class LocalEmbedder:
         quantized = files.bert_dir is not None and precision == "int8"
         self.name = files.name + (INT8_SUFFIX if quantized else "")
         self.batch_size = batch_size
-        self.cost = EmbeddingCost()
         self._pooling = files.pooling
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
         self._tokenizer.no_padding()
@@ -227,7 +213,6 @@ class LocalEmbedder:
             raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
-        self.cost = EmbeddingCost()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Content tokens of each text, never tokenizing much text at once.
@@ -292,22 +277,20 @@ class LocalEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
-        started = time.perf_counter()
-        rows = self._token_rows(texts)
-        tokenized = time.perf_counter()
+        with stage("tokenize"):
+            rows = self._token_rows(texts)
         out: np.ndarray | None = None
         for batch in self._batches([len(row) for row in rows]):
-            vectors = self._forward([rows[i] for i in batch])
+            with stage("model"):
+                vectors = self._forward([rows[i] for i in batch])
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
             out[batch] = vectors
-            self.cost.tokens += sum(len(rows[i]) for i in batch)
-            self.cost.padded_tokens += len(batch) * len(rows[batch[-1]])
+            count("tokens", sum(len(rows[i]) for i in batch))
+            count("padded_tokens", len(batch) * len(rows[batch[-1]]))
             if progress:
                 progress(len(batch))
         assert out is not None
-        self.cost.tokenize_seconds += tokenized - started
-        self.cost.model_seconds += time.perf_counter() - tokenized
         return out
 
     def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
