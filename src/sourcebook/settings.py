@@ -46,7 +46,9 @@ class Settings(BaseSettings):
         "its vectors are recorded as a different model, so a knowledge base built with one needs the same",
     )
     embedding_batch_size: int = Field(32, ge=1, le=1024)
-    embedding_threads: int = Field(0, ge=0, description="0 = let onnxruntime choose")
+    embedding_threads: int = Field(
+        0, ge=0, description="model threads; 0 = onnxruntime's choice (one per core); 1 was faster on cores shared with other work"
+    )
 
     # Chunking
     chunk_max_tokens: int = Field(
