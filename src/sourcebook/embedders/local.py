@@ -19,9 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +44,8 @@ that the encodings alive at once stay a few MB."""
 _SEGMENT_CHARS = 8192
 """Longest text tokenized whole when counting (a chunk is far shorter); when embedding, a
 text's first `_SEGMENT_CHARS` are all that is tokenized (far above the model's limit)."""
+_PARALLEL_SESSIONS = 2
+"""Sessions running batches at once when `threads` is 0 (each gets half the cores)."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 PRECISIONS = ("int8", "fp32")
 DEFAULT_PRECISION = "int8"
@@ -194,21 +199,29 @@ class LocalEmbedder:
         self._tokenizer.no_truncation()
         self._specials = self._tokenizer.num_special_tokens_to_add(is_pair=False)
         self.max_tokens = files.max_tokens - self._specials
+        # threads=0: two sessions, each with half the cores, run two batches at once (measured
+        # 1.33-1.38x one session with a thread per core on 2 cores, bench/embedding_precision.py
+        # threads); an explicit `threads` is one session with that many.
+        cores = os.cpu_count() or 1
+        sessions = 1 if threads or cores < 2 else _PARALLEL_SESSIONS
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            options.intra_op_num_threads = threads
+        options.intra_op_num_threads = threads or max(cores // sessions, 1)
         try:
             if files.onnx is not None:
                 source: bytes | str = str(files.onnx)
             else:
                 assert files.bert_dir is not None
                 source = _bert_graph(files.bert_dir, precision)
-            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+            self._sessions = [ort.InferenceSession(source, options, providers=["CPUExecutionProvider"]) for _ in range(sessions)]
         except EmbeddingError:
             raise
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
+        self._session = self._sessions[0]
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for each in self._sessions:
+            self._idle.put(each)
         self._input_names = {i.name for i in self._session.get_inputs()}
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
@@ -252,7 +265,8 @@ class LocalEmbedder:
         return rows
 
     def _forward(self, rows: Sequence[list[int]]) -> np.ndarray:
-        """Unit-length pooled vectors of token rows (one batch, right-padded to its longest)."""
+        """Unit-length pooled vectors of token rows (one batch, right-padded to its longest),
+        run on whichever session is idle."""
         width = max(len(row) for row in rows)
         ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -262,7 +276,11 @@ class LocalEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        session = self._idle.get()
+        try:
+            hidden = session.run(None, feeds)[0]
+        finally:
+            self._idle.put(session)
         if self._pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -278,16 +296,26 @@ class LocalEmbedder:
         with stage("tokenize"):
             rows = self._token_rows(texts)
         out: np.ndarray | None = None
-        for batch in self._batches([len(row) for row in rows]):
-            with stage("model"):
-                vectors = self._forward([rows[i] for i in batch])
-            if out is None:
-                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[batch] = vectors
-            count("tokens", sum(len(rows[i]) for i in batch))
-            count("padded_tokens", len(batch) * len(rows[batch[-1]]))
-            if progress:
-                progress(len(batch))
+        batches = list(self._batches([len(row) for row in rows]))
+        with stage("model"), ThreadPoolExecutor(len(self._sessions), thread_name_prefix="sourcebook-model") as pool:
+            # At most one batch per session in flight: memory stays bounded by the batch budget.
+            running = {pool.submit(self._forward, [rows[i] for i in batch]): batch for batch in batches[: len(self._sessions)]}
+            waiting = iter(batches[len(self._sessions) :])
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = running.pop(future)
+                    vectors = future.result()
+                    if out is None:
+                        out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                    out[batch] = vectors
+                    count("tokens", sum(len(rows[i]) for i in batch))
+                    count("padded_tokens", len(batch) * len(rows[batch[-1]]))
+                    if progress:
+                        progress(len(batch))
+                    following = next(waiting, None)
+                    if following is not None:
+                        running[pool.submit(self._forward, [rows[i] for i in following])] = following
         assert out is not None
         return out
 
