@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(32, ge=1, le=1024)
     embedding_threads: int = Field(
-        0, ge=0, description="model threads; 0 = onnxruntime's choice (one per core); 1 was faster on cores shared with other work"
+        0, ge=0, description="0 = two model sessions with half the cores each, running two batches at once; N = one session of N threads"
     )
 
     # Chunking
