@@ -132,6 +132,20 @@ def test_add_reports_failures_per_file_and_exits_nonzero(tmp_path):
         assert name in by_name[name]["error"]
 
 
+def test_add_profile_prints_every_stage(tmp_path, example_docs):
+    """`add --profile` says where the time went: a table on stderr, or the figures in --json."""
+    shown = runner.invoke(app, ["--db", str(tmp_path / "a.db"), "add", str(example_docs / "employee-handbook.md"), "--profile"])
+    assert shown.exit_code == 0, shown.output
+    for stage in ("load", "chunk", "tokenize", "model", "write", "open (model load)", "padding"):
+        assert stage in shown.stderr
+    data = json.loads(run("--db", str(tmp_path / "b.db"), "add", str(example_docs), "--profile", "--json"))
+    profile = data["profile"]
+    assert set(profile["seconds"]) == {"load", "chunk", "tokenize", "model", "write"}
+    assert profile["seconds"]["model"] > 0 and profile["add_seconds"] > 0
+    assert profile["counts"]["padded_tokens"] >= profile["counts"]["tokens"] > 0
+    assert "profile" not in json.loads(run("--db", str(tmp_path / "b.db"), "add", str(example_docs), "--json"))
+
+
 def test_add_of_a_missing_file_fails_and_stores_nothing(tmp_path):
     """A typo in a path must not leave a permanent error document behind."""
     db = str(tmp_path / "kb.db")

@@ -31,6 +31,7 @@ from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundErr
 from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
 from .owners import this_process
+from .profiling import stage
 from .settings import Settings
 from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
@@ -257,22 +258,24 @@ class Ingestor:
         if existing is None and self.only_existing:
             return IngestResult(source, CANCELLED, doc_id)
         try:
-            fingerprint, parsed, raw = load()
-            if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
-                return IngestResult(source, "unchanged", doc_id, str(existing.status), existing.chunk_count, 0)
-            if parsed is None:
-                assert raw is not None
-                parsed = parse(raw)
+            with stage("load"):
+                fingerprint, parsed, raw = load()
+                if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
+                    return IngestResult(source, "unchanged", doc_id, str(existing.status), existing.chunk_count, 0)
+                if parsed is None:
+                    assert raw is not None
+                    parsed = parse(raw)
             # a file's own title and info may hold NULs (NUL-padded PDF strings), which no store keeps
             parsed = replace(parsed, title=without_nul(parsed.title), metadata=without_nul(parsed.metadata))
             self._check_size(source, parsed)
             reserve = self.enricher.reserve_tokens if self.enricher else 0
-            chunks = chunk_document(
-                parsed,
-                self.embedder.count_tokens,
-                min(self.settings.chunk_max_tokens, self.embedder.max_tokens) - reserve,
-                self.settings.chunk_overlap,
-            )
+            with stage("chunk"):
+                chunks = chunk_document(
+                    parsed,
+                    self.embedder.count_tokens,
+                    min(self.settings.chunk_max_tokens, self.embedder.max_tokens) - reserve,
+                    self.settings.chunk_overlap,
+                )
             if self.enricher:
                 chunks = self.enricher(parsed, chunks)
             self._check_time(source, deadline)
@@ -384,7 +387,8 @@ class Ingestor:
                 assert fresh is not None
                 pending.take(fresh[offset : offset + count])
             offset += count
-            results.append(self._write(pending))
+            with stage("write"):
+                results.append(self._write(pending))
         return results
 
     def _write(self, pending: _Pending) -> IngestResult:

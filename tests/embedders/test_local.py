@@ -1,4 +1,5 @@
-"""The local embedder reproduces sentence-transformers' all-MiniLM-L6-v2 vectors.
+"""The local embedder reproduces sentence-transformers' all-MiniLM-L6-v2 vectors (fp32), and
+its int8 graph stays close to them while running integer kernels.
 
 The reference vectors in reference_minilm.json were computed once with
 sentence-transformers (PyTorch) from the same bundled weights.
@@ -10,8 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collections import Counter
+
+import onnx
+import onnxruntime as ort
+
 from sourcebook.embedders import LocalEmbedder, create_embedder
+from sourcebook.embedders.local import _TOKENS_PER_ROW, _bert_graph, _bundled_minilm_dir
 from sourcebook.errors import ConfigurationError
+from sourcebook.profiling import profiled
 from sourcebook.settings import Settings
 
 REFERENCE = json.loads((Path(__file__).parent / "reference_minilm.json").read_text())
@@ -22,11 +30,44 @@ def embedder() -> LocalEmbedder:
     return LocalEmbedder()
 
 
-def test_matches_sentence_transformers(embedder):
-    vectors = embedder.embed_documents(REFERENCE["texts"])
+@pytest.fixture(scope="module")
+def fp32() -> LocalEmbedder:
+    return LocalEmbedder(precision="fp32")
+
+
+def test_matches_sentence_transformers(fp32):
+    vectors = fp32.embed_documents(REFERENCE["texts"])
     expected = np.array(REFERENCE["vectors"], dtype=np.float32)
     assert vectors.shape == (4, 384)
     assert np.abs(vectors - expected).max() < 1e-4
+
+
+def test_int8_vectors_stay_close_to_fp32(embedder, fp32):
+    """The default runs int8 weights; its vectors are another model's (never mixed with fp32's)."""
+    texts = REFERENCE["texts"] + ["Staff receive 25 days of paid annual leave.", "The server runs PostgreSQL 15."]
+    cosines = np.sum(embedder.embed_documents(texts) * fp32.embed_documents(texts), axis=1)
+    assert cosines.min() > 0.98
+    assert embedder.name == fp32.name + "@int8"
+
+
+def test_int8_kernels_survive_optimization(tmp_path):
+    """Quantized after fusion: onnxruntime's optimizer keeps every projection in int8
+    (DynamicQuantizeMatMul, QAttention) instead of turning the weights back into fp32."""
+    graph = _bert_graph(_bundled_minilm_dir(), "int8")
+    built = Counter(node.op_type for node in onnx.load(graph).graph.node)
+    assert (built["QAttention"], built["MatMulInteger"], built["MatMul"], built["Attention"]) == (6, 18, 0, 0)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    optimized = Counter(node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node)
+    assert (optimized["QAttention"], optimized["DynamicQuantizeMatMul"]) == (6, 18)
+    assert optimized["MatMul"] == optimized["MatMulInteger"] == optimized["Attention"] == 0
+
+
+def test_unknown_precision_is_a_clear_error():
+    with pytest.raises(ConfigurationError, match="embedding precision 'fp16'"):
+        LocalEmbedder(precision="fp16")
 
 
 def test_truncates_at_the_model_limit(embedder):
@@ -36,12 +77,34 @@ def test_truncates_at_the_model_limit(embedder):
     assert np.allclose(a, b, atol=1e-6)
 
 
-def test_batching_keeps_order_and_values(embedder):
+def test_batching_keeps_order_and_values(embedder, fp32):
+    """fp32 vectors do not depend on the batch; int8 ones a little (a batch shares its
+    activations' quantization scale: cosine 0.986 at worst here)."""
     texts = [f"sentence number {i} " * (i % 7 + 1) for i in range(40)]
-    batched = embedder.embed_documents(texts)
-    single = np.stack([embedder.embed_query(t) for t in texts[:5]])
-    assert np.allclose(batched[:5], single, atol=1e-5)
+    batched = fp32.embed_documents(texts)
+    single = np.stack([fp32.embed_query(t) for t in texts])
+    assert np.allclose(batched, single, atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    quantized = embedder.embed_documents(texts)
+    assert np.sum(quantized * np.stack([embedder.embed_query(t) for t in texts]), axis=1).min() > 0.98
+
+
+def test_batches_are_cut_by_token_count(embedder):
+    """Texts whose characters and tokens disagree ("a a a" vs "internationalization") are
+    batched by their token counts: each batch holds the next shortest texts, within the
+    batch's row and token budget, so padding stays small (by characters, these interleave)."""
+    texts = [("a " * (3 + i % 37)) if i % 2 else ("internationalization " * (1 + i % 61)) for i in range(300)]
+    lengths = [len(row) for row in embedder._token_rows(texts)]
+    batches = list(embedder._batches(lengths))
+    assert sorted(i for batch in batches for i in batch) == list(range(len(texts)))
+    widths = [(min(lengths[i] for i in batch), max(lengths[i] for i in batch)) for batch in batches]
+    assert all(longest <= next_shortest for (_, longest), (next_shortest, _) in zip(widths, widths[1:]))
+    assert all(len(batch) <= embedder.batch_size and len(batch) * width <= embedder.batch_size * _TOKENS_PER_ROW
+               for batch, (_, width) in zip(batches, widths))
+    with profiled() as profile:
+        embedder.embed_documents(texts)
+    assert profile.counts["tokens"] == sum(lengths)
+    assert profile.counts["padded_tokens"] == sum(len(batch) * width for batch, (_, width) in zip(batches, widths))
 
 
 def test_progress_reports_every_text(embedder):
@@ -51,7 +114,7 @@ def test_progress_reports_every_text(embedder):
 
 
 def test_metadata(embedder):
-    assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2@int8"
     assert embedder.dimension == 384
     assert embedder.max_tokens == 254
     assert embedder.count_tokens(["hello world", ""]) == [2, 0]
@@ -83,16 +146,18 @@ def test_long_texts_are_counted_exactly_in_segments(embedder):
         assert embedder.count_tokens([text, "hello world"]) == [whole, 2]
 
 
-def test_counting_a_long_text_keeps_memory_small(tmp_path):
+@pytest.mark.parametrize("call", ["count_tokens", "embed_documents"])
+def test_a_long_text_keeps_memory_small(call):
     """A 2 MB text without sentence ends is counted whole by the chunker; tokenizing it in one
-    call held about 1 KB a token (400 MB). In a fresh process so the peak is this call's."""
+    call held about 1 KB a token (400 MB). Embedding reads only its first tokens, so it
+    tokenizes only the text's head. In a fresh process so the peak is this call's."""
     script = (
         "import resource\n"
         "from sourcebook.embedders import LocalEmbedder\n"
         "embedder = LocalEmbedder()\n"
         "text = ' '.join(f'word{i % 997} river policy' for i in range(180_000))\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "embedder.count_tokens([text])\n"
+        f"embedder.{call}([text])\n"
         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)\n"
     )
     import subprocess
@@ -100,3 +165,15 @@ def test_counting_a_long_text_keeps_memory_small(tmp_path):
 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
     assert float(done.stdout.split()[-1]) < 60
+
+
+def test_a_knowledge_base_built_at_fp32_names_the_setting_that_opens_it(tmp_path):
+    """Knowledge bases built before int8 became the default hold fp32 vectors: adding to one with
+    the int8 default is refused (never mixed), and the error says which setting matches."""
+    from sourcebook import EmbeddingModelMismatchError, KnowledgeBase
+
+    (tmp_path / "note.md").write_text("# Note\n\nThe canteen opens at eight.\n")
+    db = tmp_path / "kb.db"
+    KnowledgeBase.open(db, Settings(embedding_precision="fp32")).add(str(tmp_path / "note.md"))
+    with pytest.raises(EmbeddingModelMismatchError, match='set embedding_precision = "fp32"'):
+        KnowledgeBase.open(db, Settings()).add(str(tmp_path / "note.md"))

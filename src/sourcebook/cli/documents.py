@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -10,6 +11,7 @@ from rich.table import Column, Table
 
 from ..kb import DEFAULT_COLLECTION
 from ..models import DocumentStatus, IngestResult
+from ..profiling import Profile, profiled
 from ._common import CollectionOpt, JsonOpt, emit_json, err, examples, ingest_progress, open_kb, out, parse_meta
 from .graph import build_after_add, print_build
 
@@ -46,18 +48,49 @@ def add(
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="key=value metadata for every document")] = None,
     graph: Annotated[bool, typer.Option("--graph", help="also build their knowledge graph (see `graph build`)")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="on Postgres, wait for the queued jobs")] = True,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="print where the time went: open, load, chunk, tokenize, model, write (this process only)",
+    )] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add documents (new or changed ones only) to the knowledge base, creating it if needed."""
     metadata = parse_meta(meta)
+    started = time.perf_counter()
     with open_kb(ctx, must_exist=False) as kb, ingest_progress(err.is_terminal) as progress:
-        results = kb.add(
-            sources, collection or DEFAULT_COLLECTION, metadata=metadata, format=format, progress=progress, wait=wait
-        )
+        if profile:
+            kb.embedder  # noqa: B018 -- loads the model now, so "open" holds its load and "model" does not
+        opened, opened_cpu = time.perf_counter(), time.process_time()
+        with profiled() as stages:
+            results = kb.add(
+                sources, collection or DEFAULT_COLLECTION, metadata=metadata, format=format, progress=progress, wait=wait
+            )
+        added, added_cpu = time.perf_counter(), time.process_time()
         report = build_after_add(kb, results) if graph else None
     if report is not None and not as_json:
         print_build(report)
-    _report_ingest(results, as_json, {"graph": report.to_dict()} if report else None)
+    extra: dict[str, Any] = {"graph": report.to_dict()} if report else {}
+    if profile:
+        timing = {"open_seconds": opened - started, "add_seconds": added - opened, "add_cpu_seconds": added_cpu - opened_cpu}
+        if as_json:
+            extra["profile"] = {**timing, **stages.to_dict()}
+        else:
+            _print_profile(stages, timing)
+    _report_ingest(results, as_json, extra or None)
+
+
+def _print_profile(stages: Profile, timing: dict[str, float]) -> None:
+    """The stages' seconds and shares on stderr. They overlap (the model runs in a worker thread
+    beside load, chunk and write), so their sum can exceed the wall time of `add`."""
+    table = Table("stage", Column("seconds", justify="right"), Column("share", justify="right"), title="add --profile")
+    for name, seconds, share in stages.rows():
+        table.add_row(name, f"{seconds:.2f}", f"{share:.1%}")
+    table.add_row("open (model load)", f"{timing['open_seconds']:.2f}", "")
+    table.add_row("add, wall", f"{timing['add_seconds']:.2f}", "")
+    table.add_row("add, CPU (all threads)", f"{timing['add_cpu_seconds']:.2f}", "")
+    err.print(table)
+    padding = stages.padding()
+    if padding is not None:
+        err.print(f"model input: {padding:.3f} computed tokens per real token (padding)", highlight=False)
 
 
 @commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook sync docs/", "sourcebook sync handbook/ -c people --json"))

