@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Self
 
 from .embedders import create_embedder
-from .embedders.base import Embedder
+from .embedders.base import INT8_SUFFIX, Embedder
 from .enrichment import ContextualEnricher
 from .errors import ConfigurationError
 from .generators import Generator, create_llm
@@ -76,8 +76,19 @@ class Components:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = self._root.embedder if self._root else MeteredEmbedder(create_embedder(self.settings))
+            self._embedder = self._root.embedder if self._root else MeteredEmbedder(create_embedder(self._embedding_settings()))
         return self._embedder
+
+    def _embedding_settings(self) -> Settings:
+        """The settings, with fp32 weights for a knowledge base whose vectors were all made at fp32,
+        unless the user chose a precision: int8 became the default after such bases existed, and a
+        collection refuses vectors of another precision, so an upgrade must not break `add`."""
+        if "embedding_precision" in self.settings.model_fields_set:
+            return self.settings
+        recorded = [collection.embedding_model for collection in self.store.collections()]
+        if recorded and not any(model.endswith(INT8_SUFFIX) for model in recorded):
+            return self.settings.model_copy(update={"embedding_precision": "fp32"})
+        return self.settings
 
     def generator(self, spec: str | None = None) -> Generator | None:
         """The LLM `spec` ("provider:model", else settings.llm) names, built once; None when none is set."""
