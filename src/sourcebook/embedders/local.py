@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigurationError, EmbeddingError
-from .base import ProgressCallback
+from .base import ProgressCallback, Window
+from .late_chunking import pool_windows, token_batch
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
@@ -192,6 +193,8 @@ class LocalEmbedder:
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
+        # Late chunking pools token states as the model's own mean pooling does (late_chunking.py).
+        self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -276,3 +279,29 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._run([text])[0]
+
+    def embed_documents_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Window]], progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`embed_documents(texts)` and, from the same forward pass, the vectors of each text's
+        windows (`SpanEmbedder`, late chunking): the windows cost no model run of their own."""
+        texts = list(texts)
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        windows: list[np.ndarray] = [np.empty((0, self.dimension), np.float32)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for batch in self._batches(order, texts):
+            encodings = self._tokenizer.encode_batch([texts[i] for i in batch], add_special_tokens=True)
+            tokens = token_batch(encodings, self.max_tokens + self._specials)
+            feeds = {"input_ids": tokens.ids, "attention_mask": tokens.mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(tokens.ids)
+            hidden = self._session.run(None, feeds)[0]
+            for row, index in enumerate(batch):
+                states = hidden[row, : len(tokens.offsets[row])]
+                own = states.mean(axis=0)
+                vectors[index] = own / max(float(np.linalg.norm(own)), 1e-12)
+                if spans[index]:
+                    windows[index] = pool_windows(states, tokens.offsets[row], spans[index], vectors[index])
+            if progress:
+                progress(len(batch))
+        return vectors, windows
