@@ -397,8 +397,7 @@ class Ingestor:
             if found is not None and len(found) == len(spans):
                 pending.windows[chunk.content_hash] = found
             elif late:
-                prefix: Window = ((0, len(chunk.prefix)),) if chunk.prefix else ()
-                pending.late_windows[i] = [(*prefix, span) for span in spans]
+                pending.late_windows[i] = spans
             else:
                 pending.missing_windows[i] = window_texts(chunk)
 

@@ -49,7 +49,9 @@ class Settings(BaseSettings):
     )
     chunk_overlap: float = Field(0.15, ge=0.0, le=0.5, description="fraction of a chunk repeated in the next")
     vector_windows: bool = Field(
-        True, description="also embed each chunk's two-sentence windows; vector search scores a chunk by its best"
+        True,
+        description="also give each chunk's two-sentence windows vectors (pooled from the chunk's own model pass "
+        "when the model can); vector search scores a chunk by its best",
     )
 
     # Loading

@@ -42,8 +42,9 @@ def window_texts(chunk: Chunk, size: int = WINDOW_SENTENCES) -> list[str]:
     return [f"{chunk.prefix}\n{run}" if chunk.prefix else run for run in runs]
 
 
-def window_spans(chunk: Chunk, size: int = WINDOW_SENTENCES) -> list[Span]:
-    """Where each window of `window_texts` lies in `chunk.embedding_text`, as (start, end)
-    character offsets: the same runs of sentences, in the same order."""
+def window_spans(chunk: Chunk, size: int = WINDOW_SENTENCES) -> list[tuple[Span, ...]]:
+    """Each window of `window_texts` as the character ranges of `chunk.embedding_text` to pool
+    (late chunking): the prefix, then the same run of sentences, in the same order."""
     shift = len(chunk.embedding_text) - len(chunk.text)  # the prefix and its newline
-    return [(first[0] + shift, last[1] + shift) for first, last in _runs(chunk.text, size)]
+    prefix: tuple[Span, ...] = ((0, len(chunk.prefix)),) if chunk.prefix else ()
+    return [(*prefix, (first[0] + shift, last[1] + shift)) for first, last in _runs(chunk.text, size)]
