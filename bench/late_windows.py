@@ -2,9 +2,9 @@
 
 Designs (chunking/windows.py, embedders/late_chunking.py):
 - "separate": each window embedded as a sequence of its own (prefix, then its two sentences),
-  as before late chunking;
+  the default;
 - "late": each window pooled from its chunk's single forward pass, the prefix's tokens joining
-  every window's pool (the default);
+  every window's pool (`late_windows = true`);
 - "late-no-prefix": the same, the window's own tokens only.
 
 `cost` chunks the first `--limit` SciFact records as `add` does and times, in one process and
@@ -15,15 +15,23 @@ wall seconds as a ratio of the chunks alone (median of `--repeat` rounds).
 `quality DESIGN DATASET --db PATH` runs `sourcebook eval retrieval DATASET --db PATH --json` with
 ingestion switched to DESIGN (build a fresh --db per design: windows are stored at ingest).
 
+`prefix INDEX.db --out DIR` scores a SciFact index that is still being built (or was stopped):
+its first K corpus records that are ready become a BEIR dataset of their own (the test queries
+with a relevant record among them, judged on those records only), evaluated as the index holds
+them and with its window vectors dropped (chunk vectors alone), each on a copy of the index.
+
     python bench/late_windows.py cost [--limit 200] [--repeat 3]
     python bench/late_windows.py quality late-no-prefix eval/pydocs --db /tmp/pd-noprefix.db
+    python bench/late_windows.py prefix /tmp/sf-late.db --out /tmp/sf-prefix
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
+import sqlite3
 import statistics
 import time
 from collections.abc import Callable
@@ -86,14 +94,49 @@ def cost(limit: int, repeat: int) -> None:
 
 
 def quality(design: str, dataset: str, db: str) -> None:
-    if design == "separate":
-        ingest.span_embedder = lambda embedder: None  # type: ignore[assignment]
-    elif design == "late-no-prefix":
+    if design != "separate":
+        os.environ["SOURCEBOOK_LATE_WINDOWS"] = "true"
+    if design == "late-no-prefix":
         with_prefix = ingest.window_spans
         ingest.window_spans = lambda chunk: [window[-1:] for window in with_prefix(chunk)]  # type: ignore[assignment]
     from sourcebook.cli import app
 
     app(["eval", "retrieval", dataset, "--db", db, "--json"])
+
+
+def ready_prefix(index: str, out: Path) -> int:
+    """Write the BEIR dataset of the index's ready first records to `out`; how many records."""
+    with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
+        ready = {source for (source,) in conn.execute("SELECT source FROM documents WHERE status = 'ready'")}
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    kept: set[str] = set()
+    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as corpus, open(out / "corpus.jsonl", "w", encoding="utf-8") as subset:
+        for line in corpus:
+            record_id = str(json.loads(line)["_id"])
+            if record_id not in ready:  # a BEIR record's source is its id
+                break
+            kept.add(record_id)
+            subset.write(line)
+    (out / "queries.jsonl").write_text((SCIFACT / "queries.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    lines = (SCIFACT / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
+    judged = [line for line in lines[1:] if line.split("\t")[1] in kept]
+    (out / "qrels" / "test.tsv").write_text("\n".join([lines[0], *judged]) + "\n", encoding="utf-8")
+    return len(kept)
+
+
+def prefix(index: str, out: Path) -> None:
+    records = ready_prefix(index, out / "dataset")
+    print(f"{index}: its first {records} SciFact records are ready", flush=True)
+    from sourcebook.cli import app
+
+    for name, drop_windows in (("late windows", False), ("chunk vectors alone", True)):
+        copy = out / f"{name.replace(' ', '-')}.db"
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as source, sqlite3.connect(copy) as target:
+            source.backup(target)
+            if drop_windows:
+                target.execute("UPDATE vectors SET windows = NULL")
+        print(f"{name}:", flush=True)
+        app(["eval", "retrieval", str(out / "dataset"), "--db", str(copy), "--json"], standalone_mode=False)
 
 
 def main() -> None:
@@ -106,11 +149,16 @@ def main() -> None:
     scoring.add_argument("design", choices=("separate", "late", "late-no-prefix"))
     scoring.add_argument("dataset")
     scoring.add_argument("--db", required=True)
+    partial = commands.add_parser("prefix", help="score the ready first records of a SciFact index being built")
+    partial.add_argument("index")
+    partial.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.command == "cost":
         cost(args.limit, args.repeat)
-    else:
+    elif args.command == "quality":
         quality(args.design, args.dataset, args.db)
+    else:
+        prefix(args.index, args.out)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ def counted(events: list[IngestEvent], kind: str) -> int:
 
 
 def test_progress_counts_documents_and_chunks_not_windows(tmp_path, docs_copy):
-    """With late windows (the bundled model) and with windows embedded as texts."""
+    """With late windows and with windows embedded as texts (the default)."""
     late: list[IngestEvent] = []
-    with KnowledgeBase.open(tmp_path / "late.db") as kb:
+    with KnowledgeBase.open(tmp_path / "late.db", late_windows=True) as kb:
         results = kb.add(str(docs_copy), progress=late.append)
         windows = kb.status()["window_vectors"]
     texts: list[IngestEvent] = []

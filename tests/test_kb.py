@@ -79,7 +79,7 @@ def test_readding_unchanged_documents_embeds_nothing(tmp_path, docs_copy):
 
 def test_late_windows_cost_no_model_run_of_their_own(tmp_path, docs_copy):
     embedder = SpanCountingEmbedder()
-    with open_counting(tmp_path / "kb.db", embedder) as kb:
+    with open_counting(tmp_path / "kb.db", embedder, late_windows=True) as kb:
         first = kb.add(str(docs_copy))
         assert kb.status()["window_vectors"] > sum(r.chunks for r in first) > 0
         assert embedder.embedded == sum(r.chunks for r in first)  # one sequence per chunk, windows included
@@ -89,19 +89,19 @@ def test_late_windows_cost_no_model_run_of_their_own(tmp_path, docs_copy):
 
 
 def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
-    """Pooled from the chunk's pass by the bundled model; embedded as texts by one that cannot pool."""
+    """Embedded as texts by default; pooled from the chunk's pass with `late_windows`, by a model that can."""
     with KnowledgeBase.open(tmp_path / "kb.db") as kb:
         [result] = kb.add(str(docs_copy / "employee-handbook.md"))
         with open_store(kb.settings.db) as store:
             chunks, vectors, windows = store.export_chunks(result.document_id)
         assert [len(w) for w in windows] == [len(window_texts(c)) for c in chunks]
-        _, [pooled] = kb.embedder.embed_documents_with_spans([chunks[0].embedding_text], [window_spans(chunks[0])])
-        assert np.allclose(windows[0], pooled, atol=1e-5)
-    with open_counting(tmp_path / "texts.db", CountingEmbedder()) as kb:
+        assert np.allclose(windows[0], kb.embedder.embed_documents(window_texts(chunks[0])), atol=1e-5)
+    with KnowledgeBase.open(tmp_path / "late.db", late_windows=True) as kb:
         [result] = kb.add(str(docs_copy / "employee-handbook.md"))
         with open_store(kb.settings.db) as store:
-            chunks, vectors, windows = store.export_chunks(result.document_id)
-        assert np.allclose(windows[0], kb.embedder.embed_documents(window_texts(chunks[0])), atol=1e-5)
+            chunks, vectors, late = store.export_chunks(result.document_id)
+        _, [pooled] = kb.embedder.embed_documents_with_spans([chunks[0].embedding_text], [window_spans(chunks[0])])
+        assert np.allclose(late[0], pooled, atol=1e-5) and not np.allclose(late[0], windows[0], atol=1e-3)
 
 
 def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):
@@ -149,7 +149,7 @@ def test_late_windows_are_added_to_reused_chunks_in_one_pass_each(tmp_path, docs
         kb.add(str(handbook))
     handbook.write_text(handbook.read_text(encoding="utf-8") + "\n\n## Bicycles\n\nIn the cage.\n", encoding="utf-8")
     embedder.embedded = 0
-    with open_counting(tmp_path / "kb.db", embedder) as kb:
+    with open_counting(tmp_path / "kb.db", embedder, late_windows=True) as kb:
         [second] = kb.add(str(handbook))
         windows = windows_of(kb, second.document_id)
     # the reused chunks that lacked windows run once more, for their windows only

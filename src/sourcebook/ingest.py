@@ -6,8 +6,8 @@ Incremental by content hash at two levels:
   prefix) is unchanged, so only new or edited chunks are embedded; the same goes for a
   chunk's sentence-window vectors (chunking/windows.py), which are derived from its text alone.
 
-A chunk's windows are pooled from the chunk's own forward pass when the embedder can
-(`SpanEmbedder`, late chunking: no model run of their own), else embedded as texts.
+A chunk's windows are pooled from the chunk's own forward pass when `late_windows` is on and
+the embedder can (`SpanEmbedder`, late chunking: no model run of their own), else embedded as texts.
 
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .chunking import chunk_document
-from .embedders.base import Embedder, Window, span_embedder
+from .embedders.base import Embedder, SpanEmbedder, Window, span_embedder
 from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError
 from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument
@@ -364,7 +364,7 @@ class Ingestor:
         """Embed `requests` (the documents' missing ones, `chunks` of them chunks) a slice at a
         time, checking before each slice that some document is still worth it; None when all of
         them stopped."""
-        spans = span_embedder(self.embedder)
+        spans = self._span_embedder()
         progress = _ChunkProgress(self._emit, chunks, len(requests))
         vectors: list[np.ndarray] = []
         pooled: list[np.ndarray] = []
@@ -382,13 +382,17 @@ class Ingestor:
         progress.finish()
         return np.concatenate(vectors), pooled
 
+    def _span_embedder(self) -> SpanEmbedder | None:
+        """The embedder when windows are to be pooled from their chunk's pass (`late_windows`) and it can."""
+        return span_embedder(self.embedder) if self.settings.late_windows else None
+
     def _plan_windows(self, pending: _Pending, collection: str) -> None:
         """Reuse the stored windows of unchanged chunks; queue the others' for embedding:
-        pooled from the chunk's pass when the embedder can (`SpanEmbedder`), else as texts.
+        pooled from the chunk's pass when so set and the embedder can (`SpanEmbedder`), else as texts.
 
         Stored windows are reused when there are as many as the chunk needs now, since they
         come from the chunk's text alone (a chunk stored before windows existed has none)."""
-        late = span_embedder(self.embedder) is not None
+        late = self._span_embedder() is not None
         needed = {i: spans for i, chunk in enumerate(pending.chunks) if (spans := window_spans(chunk))}
         stored = self.store.windows_for_hashes(collection, [pending.chunks[i].content_hash for i in needed])
         for i, spans in needed.items():
