@@ -15,7 +15,7 @@ from sourcebook.errors import InvalidMetadataError
 from sourcebook.embedders import create_embedder
 from sourcebook.settings import Settings
 from sourcebook.stores import open_store
-from sourcebook.chunking import window_texts
+from sourcebook.chunking import window_spans, window_texts
 
 
 class CountingEmbedder:
@@ -37,6 +37,16 @@ class CountingEmbedder:
 
     def embed_query(self, text):
         return self._inner.embed_query(text)
+
+
+class SpanCountingEmbedder(CountingEmbedder):
+    """The real model with late chunking (`SpanEmbedder`), counting the sequences it runs."""
+
+    pools_spans = True
+
+    def embed_documents_with_spans(self, texts, spans, progress=None):
+        self.embedded += len(texts)
+        return self._inner.embed_documents_with_spans(texts, spans, progress)
 
 
 def open_counting(path: Path, embedder: CountingEmbedder, **settings: object) -> KnowledgeBase:
@@ -71,7 +81,19 @@ def test_readding_unchanged_documents_embeds_nothing(tmp_path, docs_copy):
     assert embedder.embedded == sum(r.chunks for r in first) + windows
 
 
+def test_late_windows_cost_no_model_run_of_their_own(tmp_path, docs_copy):
+    embedder = SpanCountingEmbedder()
+    with open_counting(tmp_path / "kb.db", embedder, late_windows=True) as kb:
+        first = kb.add(str(docs_copy))
+        assert kb.status()["window_vectors"] > sum(r.chunks for r in first) > 0
+        assert embedder.embedded == sum(r.chunks for r in first)  # one sequence per chunk, windows included
+        again = kb.add(str(docs_copy))
+    assert {r.action for r in again} == {"unchanged"}
+    assert embedder.embedded == sum(r.chunks for r in first)
+
+
 def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
+    """Embedded as texts by default; pooled from the chunk's pass with `late_windows`, by a model that can."""
     with KnowledgeBase.open(tmp_path / "kb.db") as kb:
         [result] = kb.add(str(docs_copy / "employee-handbook.md"))
         with open_store(kb.settings.db) as store:
@@ -80,6 +102,13 @@ def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
         fresh = kb.embedder.embed_documents(window_texts(chunks[0]))
         # int8 vectors move a little with their batch (it shares the quantization scale)
         assert np.sum(windows[0] * fresh, axis=1).min() > 0.98
+    with KnowledgeBase.open(tmp_path / "late.db", late_windows=True) as kb:
+        [result] = kb.add(str(docs_copy / "employee-handbook.md"))
+        with open_store(kb.settings.db) as store:
+            chunks, vectors, late = store.export_chunks(result.document_id)
+        _, [pooled] = kb.embedder.embed_documents_with_spans([chunks[0].embedding_text], [window_spans(chunks[0])])
+        assert np.sum(late[0] * pooled, axis=1).min() > 0.98  # int8: a batch shares its quantization scale
+        assert not np.allclose(late[0], windows[0], atol=1e-3)
 
 
 def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):
@@ -118,6 +147,21 @@ def test_windows_can_be_turned_off_and_are_added_to_reused_chunks_later(tmp_path
         # unchanged chunks keep their vectors but get the windows they lacked
         assert second.embedded < second.chunks
         assert embedder.embedded == second.embedded + sum(windows.values()) > second.embedded
+
+
+def test_late_windows_are_added_to_reused_chunks_in_one_pass_each(tmp_path, docs_copy):
+    embedder = SpanCountingEmbedder()
+    handbook = docs_copy / "employee-handbook.md"
+    with open_counting(tmp_path / "kb.db", embedder, vector_windows=False) as kb:
+        kb.add(str(handbook))
+    handbook.write_text(handbook.read_text(encoding="utf-8") + "\n\n## Bicycles\n\nIn the cage.\n", encoding="utf-8")
+    embedder.embedded = 0
+    with open_counting(tmp_path / "kb.db", embedder, late_windows=True) as kb:
+        [second] = kb.add(str(handbook))
+        windows = windows_of(kb, second.document_id)
+    # the reused chunks that lacked windows run once more, for their windows only
+    assert sum(windows.values()) > second.chunks
+    assert second.embedded < embedder.embedded <= second.chunks
 
 
 def test_remove_deletes_chunks_vectors_and_keyword_rows(tmp_path, docs_copy):

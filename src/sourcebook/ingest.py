@@ -6,6 +6,9 @@ Incremental by content hash at two levels:
   prefix) is unchanged, so only new or edited chunks are embedded; the same goes for a
   chunk's sentence-window vectors (chunking/windows.py), which are derived from its text alone.
 
+A chunk's windows are pooled from the chunk's own forward pass when `late_windows` is on and
+the embedder can (`SpanEmbedder`, late chunking: no model run of their own), else embedded as texts.
+
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
 transaction, so a failure never leaves a document half-written.
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .chunking import chunk_document
-from .embedders.base import Embedder
+from .embedders.base import Embedder, SpanEmbedder, Window, span_embedder
 from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError
 from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
@@ -35,7 +38,7 @@ from .profiling import stage
 from .settings import Settings
 from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
-from .chunking import window_texts
+from .chunking import window_spans, window_texts
 
 if TYPE_CHECKING:
     from .enrichment import ContextualEnricher
@@ -49,9 +52,15 @@ CANCELLED = "cancelled"
 
 @dataclass(frozen=True)
 class IngestEvent:
-    """Progress of an ingestion, for progress bars: a finished source or embedded chunks."""
+    """Progress of an ingestion, for progress bars, counted in what the user added: sources and
+    chunks (a chunk's sentence windows are part of embedding it, never counted on their own).
 
-    kind: str  # "planned" (total known), "document" (one source finished), "embedded"
+    kind: "planned" (`count` more sources to ingest), "document" (one source finished),
+    "chunked" (a source was read and chunked: `count` more chunks to embed), "embedded"
+    (`count` chunks embedded).
+    """
+
+    kind: str
     count: int
     result: IngestResult | None = None
 
@@ -143,13 +152,19 @@ def record_failure(
     return IngestResult(source, "failed", doc_id, str(DocumentStatus.ERROR), 0, 0, str(exc), code)
 
 
+Request = tuple[str, list[Window]]
+"""A text to run through the model, and the windows to pool from its pass (late chunking)."""
+
+
 @dataclass
 class _Pending:
     """A parsed document waiting for its missing vectors.
 
     `vectors` and `windows` map a chunk's content hash to its own vector and to its
     window vectors (k, dimension); `missing` holds the positions in `chunks` whose own
-    vector is still to embed, `missing_windows` those whose windows are (with their texts).
+    vector is still to embed; `late_windows` those whose windows are to pool from the chunk's
+    pass (with their character ranges), `missing_windows` those whose windows are to embed as
+    texts of their own (an embedder that cannot pool).
     """
 
     doc_id: str
@@ -163,27 +178,43 @@ class _Pending:
     deadline: float
     """time.monotonic() after which the source is over max_ingest_seconds."""
     windows: dict[str, np.ndarray] = field(default_factory=dict)
+    late_windows: dict[int, list[Window]] = field(default_factory=dict)
     missing_windows: dict[int, list[str]] = field(default_factory=dict)
     stopped: SourcebookError | None = None
     """Why its ingestion stopped before writing (deleted meanwhile, over its time): nothing is written."""
 
+    def chunk_passes(self) -> list[int]:
+        """Positions of the chunks that run through the model: for their own vector or their
+        late windows (a reused chunk stored before windows existed)."""
+        return sorted({*self.missing, *self.late_windows})
+
     def text_count(self) -> int:
-        """How many texts `texts()` holds, without building them (checked per queued source)."""
-        return len(self.missing) + sum(len(texts) for texts in self.missing_windows.values())
+        """How many requests `requests()` holds, without building them (checked per queued source)."""
+        return len(self.chunk_passes()) + sum(len(texts) for texts in self.missing_windows.values())
 
-    def texts(self) -> list[str]:
-        """What to embed, in the order `take` reads the vectors back."""
-        own = [self.chunks[i].embedding_text for i in self.missing]
-        return own + [text for texts in self.missing_windows.values() for text in texts]
+    def requests(self) -> list[Request]:
+        """What to run through the model, in the order `take` reads the results back."""
+        chunks = [(self.chunks[i].embedding_text, self.late_windows.get(i, [])) for i in self.chunk_passes()]
+        return chunks + [(text, []) for texts in self.missing_windows.values() for text in texts]
 
-    def take(self, vectors: np.ndarray) -> None:
-        """Store the vectors of `texts()` under their chunks' hashes."""
-        for offset, i in enumerate(self.missing):
-            self.vectors[self.chunks[i].content_hash] = vectors[offset]
-        offset = len(self.missing)
+    def take(self, vectors: np.ndarray, pooled: Sequence[np.ndarray]) -> None:
+        """Store the results of `requests()` (each one's vector and pooled windows) under their chunks' hashes."""
+        passes = self.chunk_passes()
+        needed = set(self.missing)
+        for offset, i in enumerate(passes):
+            content_hash = self.chunks[i].content_hash
+            if i in needed:
+                self.vectors[content_hash] = vectors[offset]
+            if i in self.late_windows:
+                self.windows[content_hash] = pooled[offset]
+        offset = len(passes)
         for i, texts in self.missing_windows.items():
             self.windows[self.chunks[i].content_hash] = vectors[offset : offset + len(texts)]
             offset += len(texts)
+
+
+_Embedded = tuple[np.ndarray, list[np.ndarray]]
+"""The vectors of a list of requests, and the windows pooled from each one's pass."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +222,7 @@ class _Batch:
     """Documents whose missing chunks are being embedded, and the pending vectors."""
 
     documents: list[_Pending]
-    vectors: Future[np.ndarray] | None
+    vectors: Future[_Embedded] | None
 
 
 @dataclass
@@ -301,6 +332,7 @@ class Ingestor:
         if self.settings.vector_windows:
             self._plan_windows(pending, collection)
         self._queue.append(pending)
+        self._emit("chunked", len(pending.chunk_passes()))
         return None
 
     def _check_size(self, source: str, parsed: ParsedDocument) -> None:
@@ -335,32 +367,50 @@ class Ingestor:
                 pending.stopped = exc
         return all(pending.stopped is not None for pending in documents)
 
-    def _embed(self, documents: list[_Pending], texts: list[str]) -> np.ndarray | None:
-        """Embed `texts` (the documents' missing ones) a slice at a time, checking before each slice
-        that some document is still worth it; None when all of them stopped."""
+    def _embed(self, documents: list[_Pending], requests: list[Request], chunks: int) -> _Embedded | None:
+        """Embed `requests` (the documents' missing ones, `chunks` of them chunks) a slice at a
+        time, checking before each slice that some document is still worth it; None when all of
+        them stopped."""
+        spans = self._span_embedder()
+        progress = _ChunkProgress(self._emit, chunks, len(requests))
         vectors: list[np.ndarray] = []
-        for start in range(0, len(texts), EMBED_BATCH_CHUNKS):
+        pooled: list[np.ndarray] = []
+        for start in range(0, len(requests), EMBED_BATCH_CHUNKS):
             if self._check_stopped(documents):
                 return None
-            vectors.append(self.embedder.embed_documents(texts[start : start + EMBED_BATCH_CHUNKS], self._embedded))
-        return np.concatenate(vectors)
+            part = requests[start : start + EMBED_BATCH_CHUNKS]
+            texts = [text for text, _ in part]
+            if spans is not None:
+                part_vectors, part_windows = spans.embed_documents_with_spans(texts, [w for _, w in part], progress)
+            else:  # no windows to pool (`_plan_windows` queued them as texts)
+                part_vectors, part_windows = self.embedder.embed_documents(texts, progress), [_NO_WINDOWS] * len(part)
+            vectors.append(part_vectors)
+            pooled.extend(part_windows)
+        progress.finish()
+        return np.concatenate(vectors), pooled
 
-    def _embedded(self, count: int) -> None:
-        self._emit("embedded", count)
+    def _span_embedder(self) -> SpanEmbedder | None:
+        """The embedder when windows are to be pooled from their chunk's pass (`late_windows`) and it can."""
+        return span_embedder(self.embedder) if self.settings.late_windows else None
 
     def _plan_windows(self, pending: _Pending, collection: str) -> None:
-        """Reuse the stored windows of unchanged chunks; queue the others' for embedding.
+        """Reuse the stored windows of unchanged chunks; queue the others' for embedding:
+        pooled from the chunk's pass when so set and the embedder can (`SpanEmbedder`), else as texts.
 
         Stored windows are reused when there are as many as the chunk needs now, since they
         come from the chunk's text alone (a chunk stored before windows existed has none)."""
-        needed = {i: texts for i, chunk in enumerate(pending.chunks) if (texts := window_texts(chunk))}
+        late = self._span_embedder() is not None
+        needed = {i: spans for i, chunk in enumerate(pending.chunks) if (spans := window_spans(chunk))}
         stored = self.store.windows_for_hashes(collection, [pending.chunks[i].content_hash for i in needed])
-        for i, texts in needed.items():
-            found = stored.get(pending.chunks[i].content_hash)
-            if found is not None and len(found) == len(texts):
-                pending.windows[pending.chunks[i].content_hash] = found
+        for i, spans in needed.items():
+            chunk = pending.chunks[i]
+            found = stored.get(chunk.content_hash)
+            if found is not None and len(found) == len(spans):
+                pending.windows[chunk.content_hash] = found
+            elif late:
+                pending.late_windows[i] = spans
             else:
-                pending.missing_windows[i] = texts
+                pending.missing_windows[i] = window_texts(chunk)
 
     def _start(self, worker: ThreadPoolExecutor) -> _Batch:
         """Mark the queued documents processing and embed their missing chunks in the worker."""
@@ -370,10 +420,11 @@ class Ingestor:
                 self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING, owner=this_process())
             except DocumentNotFoundError as exc:  # deleted since it was prepared
                 pending.stopped = exc
-        texts = [text for p in queue for text in p.texts()]
+        requests = [request for p in queue for request in p.requests()]
+        chunks = sum(len(p.chunk_passes()) for p in queue)
         # in this thread's context: the model calls count towards the usage tally metering it (usage.py)
         embed = contextvars.copy_context().run
-        return _Batch(queue, worker.submit(embed, self._embed, queue, texts) if texts else None)
+        return _Batch(queue, worker.submit(embed, self._embed, queue, requests, chunks) if requests else None)
 
     def _finish(self, batch: _Batch) -> list[IngestResult]:
         """Wait for the batch's vectors, then write each document in its own transaction."""
@@ -385,7 +436,8 @@ class Ingestor:
             count = pending.text_count()
             if count and pending.stopped is None:
                 assert fresh is not None
-                pending.take(fresh[offset : offset + count])
+                vectors, pooled = fresh
+                pending.take(vectors[offset : offset + count], pooled[offset : offset + count])
             offset += count
             with stage("write"):
                 results.append(self._write(pending))
@@ -428,3 +480,31 @@ class Ingestor:
             windows=[pending.windows.get(c.content_hash, np.zeros((0, dim), np.float32)).astype(np.float32, copy=False)
                      for c in pending.chunks],
         )
+
+
+_NO_WINDOWS = np.zeros((0, 0), np.float32)
+
+
+class _ChunkProgress:
+    """The embedder's progress (requests done, windows embedded as texts included) as chunks
+    embedded: a batch of `requests` requests holding `chunks` chunks advances the chunk count
+    in proportion, and in full by `finish`, so a progress bar counts only what the user added."""
+
+    def __init__(self, emit: Callable[[str, int], None], chunks: int, requests: int) -> None:
+        self._emit = emit
+        self._chunks = chunks
+        self._requests = max(requests, 1)
+        self._done = 0
+        self._reported = 0
+
+    def __call__(self, count: int) -> None:
+        self._done += count
+        self._report(self._chunks * self._done // self._requests)
+
+    def finish(self) -> None:
+        self._report(self._chunks)
+
+    def _report(self, reached: int) -> None:
+        if reached > self._reported:
+            self._emit("embedded", reached - self._reported)
+            self._reported = reached

@@ -9,7 +9,7 @@
 
 from .chunker import ChunkingError, TokenCounter, chunk_document, chunk_documents, make_prefix
 from .sentences import Span, sentence_texts, split_sentences
-from .windows import WINDOW_SENTENCES, window_texts
+from .windows import WINDOW_SENTENCES, window_spans, window_texts
 
 __all__ = [
     "WINDOW_SENTENCES",
@@ -21,5 +21,6 @@ __all__ = [
     "make_prefix",
     "sentence_texts",
     "split_sentences",
+    "window_spans",
     "window_texts",
 ]

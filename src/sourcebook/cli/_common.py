@@ -23,9 +23,12 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+)
+from rich.text import Text
 from typer.core import TyperGroup
 
 from ..errors import DatabaseNotFoundError, InvalidSettingsError, MissingExtraError, SourcebookError
@@ -202,31 +205,49 @@ def parse_meta(pairs: list[str] | None) -> dict[str, Any] | None:
     return parsed
 
 
-def progress_bar(disable: bool = False) -> Progress:
-    """A rich progress bar on stderr (stdout stays for the result)."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+def progress_bar(disable: bool = False, *extra: ProgressColumn) -> Progress:
+    """A rich progress bar on stderr (stdout stays for the result), with `extra` columns last."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), *extra)
     return Progress(*columns, console=err, disable=disable)
+
+
+class _RemainingColumn(TimeRemainingColumn):
+    """The time left, on the tasks whose total is known up front (the documents): the chunks'
+    total grows as documents are read, so their own estimate would run short."""
+
+    def render(self, task: Task) -> RenderableType:
+        return super().render(task) if task.fields.get("eta") else Text("")
+
+
+class IngestProgress:
+    """Ingestion's progress bars, counted in what the user added: documents (their total known
+    when the sources are listed, with the time left) and chunks embedded (their total growing
+    as each document is chunked). Sentence windows are part of embedding a chunk, never counted."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.documents = bar.add_task("documents", total=0, eta=True)
+        self.chunks = bar.add_task("chunks embedded", total=0)
+
+    def __call__(self, event: IngestEvent) -> None:
+        if event.kind == "planned":
+            self.bar.update(self.documents, total=(self.bar.tasks[self.documents].total or 0) + event.count)
+        elif event.kind == "document":
+            self.bar.advance(self.documents, event.count)
+        elif event.kind == "chunked":
+            self.bar.update(self.chunks, total=(self.bar.tasks[self.chunks].total or 0) + event.count)
+        elif event.kind == "embedded":
+            self.bar.advance(self.chunks, event.count)
 
 
 @contextmanager
 def ingest_progress(enabled: bool) -> Iterator[Callable[[IngestEvent], None] | None]:
-    """Ingestion's progress: documents and embedded chunks (None when not on a terminal)."""
+    """Ingestion's progress on stderr (None when not on a terminal)."""
     if not enabled:
         yield None
         return
-    with progress_bar() as bar:
-        docs = bar.add_task("documents", total=None)
-        chunks = bar.add_task("chunks embedded", total=None)
-
-        def handle(event: IngestEvent) -> None:
-            if event.kind == "planned":
-                bar.update(docs, total=(bar.tasks[docs].total or 0) + event.count)
-            elif event.kind == "document":
-                bar.advance(docs, event.count)
-            elif event.kind == "embedded":
-                bar.advance(chunks, event.count)
-
-        yield handle
+    with progress_bar(False, _RemainingColumn()) as bar:
+        yield IngestProgress(bar)
 
 
 # ---- the error handler ----------------------------------------------------------------------

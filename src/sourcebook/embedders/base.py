@@ -17,6 +17,9 @@ vectors differ slightly from the fp32 model's, so the two never share a collecti
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of texts just embedded (for progress bars)."""
+Span = tuple[int, int]
+Window = tuple[Span, ...]
+"""Character ranges of one text whose tokens are pooled into one vector (late chunking)."""
 
 
 @runtime_checkable
@@ -37,3 +40,27 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray:
         """Shape (dimension,), float32, unit length."""
+
+
+@runtime_checkable
+class SpanEmbedder(Protocol):
+    """An optional capability: vectors of character spans of a text from the text's own forward
+    pass ("late chunking", late_chunking.py). Ingestion asks for it (`span_embedder`) so that a
+    chunk's sentence windows cost no model run of their own; an embedder without it (a hosted
+    API) embeds the windows as texts."""
+
+    pools_spans: bool
+    """False when this instance cannot (a CLS-pooled model, a graph without token outputs)."""
+
+    def embed_documents_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Window]], progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`embed_documents(texts)`, and for each text the unit vectors (len(spans[i]), dimension)
+        of its windows (character ranges of the text), pooled from the same forward pass."""
+
+
+def span_embedder(embedder: Embedder) -> SpanEmbedder | None:
+    """`embedder` when it can pool spans, else None."""
+    if isinstance(embedder, SpanEmbedder) and embedder.pools_spans:
+        return embedder
+    return None

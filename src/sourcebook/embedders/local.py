@@ -30,7 +30,8 @@ import numpy as np
 
 from ..errors import ConfigurationError, EmbeddingError
 from ..profiling import count, stage
-from .base import INT8_SUFFIX, ProgressCallback
+from .base import INT8_SUFFIX, ProgressCallback, Window
+from .late_chunking import pool_windows, token_batch
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
@@ -226,6 +227,8 @@ class LocalEmbedder:
         for each in self._sessions:
             self._idle.put(each)
         self._input_names = {i.name for i in self._session.get_inputs()}
+        # Late chunking pools token states as the model's own mean pooling does (late_chunking.py).
+        self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -279,11 +282,7 @@ class LocalEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        session = self._idle.get()
-        try:
-            hidden = session.run(None, feeds)[0]
-        finally:
-            self._idle.put(session)
+        hidden = self._hidden(feeds)
         if self._pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -291,6 +290,14 @@ class LocalEmbedder:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _hidden(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """The model's token-level output for `feeds`, run on whichever session is idle."""
+        session = self._idle.get()
+        try:
+            return session.run(None, feeds)[0]  # type: ignore[no-any-return]
+        finally:
+            self._idle.put(session)
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         texts = list(texts)
@@ -338,3 +345,39 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._forward(self._token_rows([text]))[0]
+
+    def embed_documents_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Window]], progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`embed_documents(texts)` and, from the same forward pass, the vectors of each text's
+        windows (`SpanEmbedder`, late chunking): the windows cost no model run of their own.
+        Batched by token count like `embed_documents`; only a text's first `_SEGMENT_CHARS`
+        characters are tokenized (the model reads far fewer)."""
+        texts = list(texts)
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        windows: list[np.ndarray] = [np.empty((0, self.dimension), np.float32)] * len(texts)
+        limit = self.max_tokens + self._specials
+        with stage("tokenize"):
+            encodings = [
+                encoding
+                for first in range(0, len(texts), _COUNT_BATCH)
+                for encoding in self._tokenizer.encode_batch(
+                    [text[:_SEGMENT_CHARS] for text in texts[first : first + _COUNT_BATCH]], add_special_tokens=True
+                )
+            ]
+        for batch in self._batches([min(len(encoding.ids), limit) for encoding in encodings]):
+            tokens = token_batch([encodings[i] for i in batch], limit)
+            feeds = {"input_ids": tokens.ids, "attention_mask": tokens.mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(tokens.ids)
+            with stage("model"):
+                hidden = self._hidden(feeds)
+            for row, index in enumerate(batch):
+                states = hidden[row, : len(tokens.offsets[row])]
+                own = states.mean(axis=0)
+                vectors[index] = own / max(float(np.linalg.norm(own)), 1e-12)
+                if spans[index]:
+                    windows[index] = pool_windows(states, tokens.offsets[row], spans[index], vectors[index])
+            if progress:
+                progress(len(batch))
+        return vectors, windows

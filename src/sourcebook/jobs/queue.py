@@ -216,7 +216,8 @@ class QueueRunner:
                 for job_id, result in done.items():
                     pending.discard(job_id)
                     results[job_id] = result
-                    if progress:
+                    if progress:  # a worker elsewhere chunked and embedded it: both are known only now
+                        progress(IngestEvent("chunked", result.embedded))
                         progress(IngestEvent("embedded", result.embedded))
                         progress(IngestEvent("document", 1, result))
                 if not pending:

@@ -1,0 +1,92 @@
+"""Late chunking: a text's windows are pooled from the text's one forward pass (real model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sourcebook.embedders import LocalEmbedder
+from sourcebook.embedders.base import span_embedder
+from sourcebook.embedders.late_chunking import pool_windows
+
+TITLE = "Harbor notes"
+FIRST = "The ferry leaves the harbor at seven every morning."
+SECOND = "Tickets are sold at the kiosk beside the pier."
+THIRD = "Photosynthesis turns light into chemical energy in plants."
+TEXT = f"{TITLE}\n{FIRST} {SECOND} {THIRD}"
+
+
+def span_of(part: str) -> tuple[int, int]:
+    start = TEXT.index(part)
+    return start, start + len(part)
+
+
+class CountingSession:
+    """The model's onnxruntime session, recording the rows of every run."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.rows: list[int] = []
+
+    def run(self, outputs, feeds):
+        self.rows.append(len(feeds["input_ids"]))
+        return self._inner.run(outputs, feeds)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def test_the_bundled_model_pools_spans(embedder):
+    assert span_embedder(embedder) is embedder
+
+
+def test_windows_cost_no_model_run_of_their_own(embedder, monkeypatch):
+    session = CountingSession(embedder._session)
+    monkeypatch.setattr(embedder, "_session", session)
+    windows = [(span_of(FIRST), span_of(SECOND)), (span_of(SECOND), span_of(THIRD))]
+    vectors, pooled = embedder.embed_documents_with_spans([TEXT, "a chunk without windows"], [windows, []])
+    assert sum(session.rows) == 2  # one sequence per text, none per window
+    assert pooled[0].shape == (2, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)
+    assert np.allclose(vectors, embedder.embed_documents([TEXT, "a chunk without windows"]), atol=1e-5)
+
+
+def test_a_window_is_the_mean_of_its_own_tokens(embedder):
+    """Against the text's hidden states pooled by hand over the tokens of the window's words."""
+    encoding = embedder._tokenizer.encode(TEXT)
+    ids = np.array([encoding.ids])
+    hidden = embedder._session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
+    start, end = span_of(SECOND)
+    inside = [i for i, (a, b) in enumerate(encoding.offsets) if b > a and a >= start and b <= end]
+    expected = hidden[inside].mean(axis=0)
+    _, [pooled] = embedder.embed_documents_with_spans([TEXT], [[(span_of(SECOND),)]])
+    assert np.allclose(pooled[0], expected / np.linalg.norm(expected), atol=1e-5)
+
+
+def test_a_pooled_window_means_what_its_sentences_mean(embedder):
+    """Each window's vector is nearest to its own sentences embedded alone, not to the others'."""
+    prefix = span_of(TITLE)
+    windows = [(prefix, span_of(FIRST)), (prefix, span_of(THIRD))]
+    _, [pooled] = embedder.embed_documents_with_spans([TEXT], [windows])
+    alone = embedder.embed_documents([f"{TITLE}\n{FIRST}", f"{TITLE}\n{THIRD}"])
+    similarity = pooled @ alone.T
+    assert similarity[0, 0] > 0.8 and similarity[1, 1] > 0.8
+    assert similarity[0, 0] > similarity[0, 1] and similarity[1, 1] > similarity[1, 0]
+
+
+def test_pooling_skips_special_tokens_and_falls_back_when_truncated():
+    hidden = np.array([[9.0, 9.0], [1.0, 0.0], [0.0, 1.0], [3.0, 3.0], [9.0, 9.0]], dtype=np.float32)
+    offsets = np.array([[0, 0], [0, 4], [5, 9], [10, 14], [0, 0]])  # [CLS] w1 w2 w3 [SEP]
+    fallback = np.array([0.0, 1.0], dtype=np.float32)
+    pooled = pool_windows(hidden, offsets, [((0, 9),), ((6, 7), (12, 13)), ((20, 30),)], fallback)
+    assert np.allclose(pooled[0], [np.sqrt(0.5), np.sqrt(0.5)])  # w1 and w2, not the specials
+    assert np.allclose(pooled[1], [0.6, 0.8])  # the mean of w2 and w3: any overlap counts
+    assert np.allclose(pooled[2], fallback)  # past the truncated end: the text's own vector
+
+
+def test_a_window_cut_off_by_truncation_gets_the_chunk_vector(embedder):
+    head = "alpha beta gamma delta " * 80
+    text = head + "one ending."
+    vectors, [pooled] = embedder.embed_documents_with_spans([text], [[((len(head), len(text)),)]])
+    assert np.allclose(pooled[0], vectors[0])
