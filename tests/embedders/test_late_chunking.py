@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+
 import numpy as np
 import pytest
 
@@ -43,11 +45,14 @@ def test_the_bundled_model_pools_spans(embedder):
 
 
 def test_windows_cost_no_model_run_of_their_own(embedder, monkeypatch):
-    session = CountingSession(embedder._session)
-    monkeypatch.setattr(embedder, "_session", session)
+    sessions = [CountingSession(each) for each in embedder._sessions]  # the runs go to whichever is idle
+    idle = queue.SimpleQueue()
+    for each in sessions:
+        idle.put(each)
+    monkeypatch.setattr(embedder, "_idle", idle)
     windows = [(span_of(FIRST), span_of(SECOND)), (span_of(SECOND), span_of(THIRD))]
     vectors, pooled = embedder.embed_documents_with_spans([TEXT, "a chunk without windows"], [windows, []])
-    assert sum(session.rows) == 2  # one sequence per text, none per window
+    assert sum(sum(session.rows) for session in sessions) == 2  # one sequence per text, none per window
     assert pooled[0].shape == (2, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)
     assert np.allclose(vectors, embedder.embed_documents([TEXT, "a chunk without windows"]), atol=1e-5)
 

@@ -165,15 +165,3 @@ def test_a_long_text_keeps_memory_small(call):
 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
     assert float(done.stdout.split()[-1]) < 60
-
-
-def test_a_knowledge_base_built_at_fp32_names_the_setting_that_opens_it(tmp_path):
-    """Knowledge bases built before int8 became the default hold fp32 vectors: adding to one with
-    the int8 default is refused (never mixed), and the error says which setting matches."""
-    from sourcebook import EmbeddingModelMismatchError, KnowledgeBase
-
-    (tmp_path / "note.md").write_text("# Note\n\nThe canteen opens at eight.\n")
-    db = tmp_path / "kb.db"
-    KnowledgeBase.open(db, Settings(embedding_precision="fp32")).add(str(tmp_path / "note.md"))
-    with pytest.raises(EmbeddingModelMismatchError, match='set embedding_precision = "fp32"'):
-        KnowledgeBase.open(db, Settings()).add(str(tmp_path / "note.md"))
