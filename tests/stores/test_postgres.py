@@ -22,12 +22,11 @@ from sourcebook.stores.postgres.schema import (
     RLS_ROLE,
     SCHEMA_VERSION,
     TENANT_TABLES,
-    USAGE_TABLES,
     WINDOW_TABLES,
 )
 from sourcebook.testing.helpers import DIM, MODEL, add_document, make_chunks, unit
 
-ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, *USAGE_TABLES)
+ROW_TABLES = (*TENANT_TABLES, *WINDOW_TABLES, *GENERATION_TABLES)
 
 
 def add_windowed(store: PostgresStore, document_id: str, vectors: list[np.ndarray], windows: list[np.ndarray],

@@ -246,6 +246,10 @@ def test_keyboard_only_navigation(page: Any, served: tuple[str, str]) -> None:
     assert page.locator("#view-graph").is_visible()
     page.wait_for_selector("#graph-empty:not([hidden]) #graph-build:not([hidden])")  # an admin may build it
     _accessible(page, "graph, empty, dark")
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#view-usage").is_visible()
+    page.wait_for_selector("#usage-summary:not(:empty)")
+    _accessible(page, "usage, dark")
     page.keyboard.press("ArrowRight")  # wraps around
     assert page.evaluate("document.activeElement.id") == "tab-ask" and page.locator("#view-ask").is_visible()
     _accessible(page, "ask, dark")

@@ -217,15 +217,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 11: every deleted chunk logged (changes.py), so the indexes derived from the file catch up
     # with a write by reading what it added and removed instead of rebuilding from every row
     Migration("chunk_deletion_log", (
-        "CREATE TABLE chunk_deletions (id INTEGER PRIMARY KEY AUTOINCREMENT, chunk_seq INTEGER NOT NULL)",
-        """CREATE TRIGGER chunks_deleted AFTER DELETE ON chunks
+        "CREATE TABLE IF NOT EXISTS chunk_deletions (id INTEGER PRIMARY KEY AUTOINCREMENT, chunk_seq INTEGER NOT NULL)",
+        """CREATE TRIGGER IF NOT EXISTS chunks_deleted AFTER DELETE ON chunks
            BEGIN INSERT INTO chunk_deletions (chunk_seq) VALUES (old.seq); END""",
-        "INSERT INTO meta (key, value) VALUES ('deletion_log_floor', 0)",
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('deletion_log_floor', 0)",
     )),
     # 12: summaries (answering/summaries.py) by subject (a document id or "collection:NAME") and
     # summarizer, with the content hash they were made from: a changed document misses (sql/summaries.py)
     Migration("summary_cache", (
-        """CREATE TABLE summaries (
+        """CREATE TABLE IF NOT EXISTS summaries (
             tenant TEXT NOT NULL,
             subject TEXT NOT NULL,
             summarizer TEXT NOT NULL,
@@ -236,7 +236,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     )),
     # 13: requests and model calls per tenant, day and API key (usage.py): the usage report and quotas
     Migration("usage_counts", (
-        """CREATE TABLE usage (
+        """CREATE TABLE IF NOT EXISTS usage (
             tenant TEXT NOT NULL,
             day TEXT NOT NULL,
             api_key TEXT NOT NULL,
