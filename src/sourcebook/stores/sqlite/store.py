@@ -38,7 +38,8 @@ from .keys import SQLiteKeyStore
 from .keyword_index import KeywordIndex, drop_unused_terms
 from .keywords import SQLiteKeywords
 from .schema import SCHEMA_VERSION, bump_generation, connect
-from .vectors import SQLiteVectors, _VectorIndex
+from ...index.vector_index import TenantVectors
+from .vectors import SQLiteVectors
 
 
 class _Database:
@@ -69,7 +70,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     def _attach(self, database: _Database, tenant: str) -> None:
         self._db = database
         self.tenant = tenant
-        self._index: _VectorIndex | None = None
+        self._index: TenantVectors | None = None
         self._keywords: KeywordIndex | None = None
         database.views[tenant] = self
 
@@ -99,6 +100,8 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
                 self._db.conn.close()
             self._db.conn = None
             for view in self._db.views.values():
+                if view._index is not None:
+                    view._index.close()
                 view._index = None
                 view._keywords = None
 
