@@ -8,17 +8,19 @@ the caller rescores the candidates' chunks with their full-precision vectors (ev
 chunk), so a returned score is the exact search's score, and a chunk SQLite no longer has is
 never returned.
 
-On disk a base is a directory of four files, written into a temporary directory, fsynced and
+On disk a base is a directory of five files, written into a temporary directory, fsynced and
 renamed into place (a reader never sees half a base): ``index.usearch`` (HNSW + int8 vectors,
 memory-mapped with ``view``, never loaded whole), ``seqs.npy`` and ``codes.npy`` (each row's
 chunk seq and document code, memory-mapped) and ``meta.json`` (the mark, the document ids of
-the codes, the counts). ``int8.npy`` holds the rows' int8 codes again for the exact fallback of
-very selective filters: usearch's ``get`` copies one row at a time and was 40x slower.
+the codes, the counts). ``int8.bin`` holds the rows' int8 codes again, for the scan of very
+selective filters: usearch's ``get`` took 0.19 s for 20,000 rows here, a memory-mapped gather
+a few milliseconds.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import math
 import os
@@ -136,37 +138,38 @@ def build_ann(
     directory: Path | None,
 ) -> AnnRows:
     """Build the graph from the store's rows (streamed, in seq order); saved into `directory`
-    (atomically, see `publish`) and mapped back from it, or kept in memory when None."""
+    (written in a temporary directory, fsynced, renamed into place) and mapped back from it, or
+    kept in memory when None. The int8 codes stream to their file as they come, so the build
+    holds the graph and one batch, not the rows."""
     index = _index_class()(ndim=dimension, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
-                  expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+                           expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+    temporary = None if directory is None else directory.with_name(f".tmp-{directory.name}")
+    if temporary is not None:
+        shutil.rmtree(temporary, ignore_errors=True)
+        temporary.mkdir(parents=True)
     documents = DocumentCodes()
     seqs: list[np.ndarray] = []
     codes: list[np.ndarray] = []
-    int8: list[np.ndarray] = []
     total = 0
-    for batch in batches:
-        index.add(np.arange(total, total + len(batch.seqs), dtype=np.uint64), batch.vectors, threads=0)
-        seqs.append(batch.seqs)
-        codes.append(documents.encode(batch.documents))
-        int8.append(_int8(batch.vectors))
-        total += len(batch.seqs)
+    with open(temporary / "int8.bin", "wb") if temporary is not None else io.BytesIO() as int8_out:
+        for batch in batches:
+            index.add(np.arange(total, total + len(batch.seqs), dtype=np.uint64), batch.vectors, threads=0)
+            seqs.append(batch.seqs)
+            codes.append(documents.encode(batch.documents))
+            int8_out.write(_int8(batch.vectors).tobytes())
+            total += len(batch.seqs)
+        in_memory = int8_out.getvalue() if isinstance(int8_out, io.BytesIO) else b""
     row_seqs = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+    row_codes = np.concatenate(codes) if codes else np.zeros(0, np.int32)
     chunks = int(len(np.unique(row_seqs)))
     last_chunk_id = chunk_id(int(row_seqs[-1])) if len(row_seqs) else None
-    arrays = {
-        "seqs": row_seqs,
-        "codes": np.concatenate(codes) if codes else np.zeros(0, np.int32),
-        "int8": np.concatenate(int8) if int8 else np.zeros((0, dimension), np.int8),
-    }
-    if directory is None:
-        return AnnRows(index, arrays["seqs"], arrays["codes"], arrays["int8"], documents, mark, chunks, last_chunk_id)
-    temporary = directory.with_name(f".tmp-{directory.name}")
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
+    if directory is None or temporary is None:
+        int8 = np.frombuffer(in_memory, dtype=np.int8).reshape(-1, dimension)
+        return AnnRows(index, row_seqs, row_codes, int8, documents, mark, chunks, last_chunk_id)
     index.save(str(temporary / "index.usearch"))
     index.reset()
-    for name, array in arrays.items():
-        np.save(temporary / f"{name}.npy", array)
+    np.save(temporary / "seqs.npy", row_seqs)
+    np.save(temporary / "codes.npy", row_codes)
     meta = {"format": FORMAT, "dimension": dimension, "mark": list(mark), "rows": total, "chunks": chunks,
             "last_chunk_id": last_chunk_id, "documents": documents.ids}
     (temporary / "meta.json").write_text(json.dumps(meta))
@@ -188,12 +191,12 @@ def open_ann(directory: Path) -> AnnRows | None:
             return None
         seqs = np.load(directory / "seqs.npy", mmap_mode="r")
         codes = np.load(directory / "codes.npy", mmap_mode="r")
-        int8 = np.load(directory / "int8.npy", mmap_mode="r")
+        rows, dimension = int(meta["rows"]), int(meta["dimension"])
+        int8 = np.memmap(directory / "int8.bin", dtype=np.int8, mode="r", shape=(rows, dimension)) if rows else np.zeros((0, dimension), np.int8)
         index = _index_class().restore(str(directory / "index.usearch"), view=True)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         return None
-    rows = int(meta["rows"])
-    if index is None or len(index) != rows or len(seqs) != rows or len(codes) != rows or int8.shape != (rows, meta["dimension"]):
+    if index is None or len(index) != rows or len(seqs) != rows or len(codes) != rows:
         return None
     mark = (int(meta["mark"][0]), int(meta["mark"][1]))
     return AnnRows(index, seqs, codes, int8, DocumentCodes(meta["documents"]), mark, int(meta["chunks"]),

@@ -62,6 +62,9 @@ class RowSource(Protocol):
     def rows(self, after: int, upto: int, dimension: int | None) -> Iterator[tuple[int, RowBatch]]:
         """(dimension, rows) of the tenant's chunks with after < seq <= upto, in seq order."""
 
+    def row_count(self, dimension: int) -> int:
+        """How many rows (chunk and window vectors) the tenant has of this dimension."""
+
     def chunk_id(self, seq: int) -> str | None:
         """The id of the chunk with this seq, None when there is none."""
 
@@ -135,6 +138,10 @@ class TenantVectors:
         published = self._published()
         for dimension in source.dimensions():
             base = self._open_base(source, published.get(str(dimension)), dimension, now)
+            if base is None and source.row_count(dimension) >= self.ann_min_rows:
+                self.partitions[dimension] = Partition(None, ExactRows(dimension))
+                self._build(source, dimension, now)  # streamed: the rows are never all in memory
+                continue
             delta = ExactRows(dimension)
             for _, batch in source.rows(base.mark[0] if base else 0, now[0], dimension):
                 delta.add(batch)
@@ -145,7 +152,8 @@ class TenantVectors:
     def _open_base(self, source: RowSource, name: str | None, dimension: int, now: Mark) -> AnnRows | None:
         """The published base of `dimension` with its deletions flagged, or None when it is unusable:
         missing or corrupt, of another dimension, newer than the store, from another database
-        (its last chunk is not the store's chunk of that seq) or older than the change log."""
+        (its last chunk is not the store's chunk of that seq), older than the change log, or
+        smaller than this index's threshold (a process told to search exactly does)."""
         if self.root is None or name is None:
             return None
         base = open_ann(self.root / name)
@@ -154,7 +162,7 @@ class TenantVectors:
         deleted = None
         if base.dimension == dimension and base.mark[0] <= now[0] and base.mark[1] <= now[1]:
             deleted = source.deleted_since(base.mark)
-        if deleted is None or not _same_database(source, base, deleted):
+        if deleted is None or len(base) < self.ann_min_rows or not _same_database(source, base, deleted):
             base.close()
             return None
         base.kill(deleted)

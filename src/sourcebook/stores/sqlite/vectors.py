@@ -129,6 +129,16 @@ class _SqliteRows:
         while block := cursor.fetchmany(ROW_BATCH_CHUNKS):
             yield from _batches(block)
 
+    def row_count(self, dimension: int) -> int:
+        """length() of a blob reads its size from the record header, not the vectors."""
+        row = self.conn.execute(
+            """SELECT coalesce(sum(1 + coalesce(length(v.windows), 0) / length(v.vector)), 0) FROM chunks c
+               JOIN vectors v ON v.chunk_seq = c.seq JOIN documents d ON d.id = c.document_id
+               WHERE d.tenant = ? AND length(v.vector) = ?""",
+            (self.tenant, 4 * dimension),
+        ).fetchone()
+        return int(row[0])
+
     def chunk_id(self, seq: int) -> str | None:
         row = self.conn.execute("SELECT id FROM chunks WHERE seq = ?", (seq,)).fetchone()
         return None if row is None else str(row[0])
