@@ -119,14 +119,24 @@ def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[
     first_query_ms = (time.perf_counter() - start) * 1000
     latency = {}
     for mode, option in options.items():
-        p50, p95, _ = timings(lambda i, o=option: retriever.search(queries[i], o, vectors[i]), len(queries))
-        latency[mode] = {"p50_ms": p50, "p95_ms": p95}
+        cpu: list[float] = []
+        p50, p95, _ = timings(lambda i, o=option: cpu_timed(cpu, lambda: retriever.search(queries[i], o, vectors[i])),
+                              len(queries))
+        latency[mode] = {"p50_ms": p50, "p95_ms": p95, "cpu_p50_ms": float(np.median(cpu[1:]) * 1000)}
     found = [[hit.chunk_id for hit in store.vector_search(v, 10, EVERYTHING)] for v in vectors]
     recall = float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))
     add_one_s = add_one_and_find_it(store, vectors)
     store.close()
     return {"open_s": open_s, "first_query_ms": first_query_ms, "latency": latency, "recall_at_10": recall,
             "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def cpu_timed(seconds: list[float], call: Any) -> None:
+    """Run `call`, appending the CPU time it took: on a machine shared with other work the
+    wall time measures the queue as much as the search, the process's CPU time does not."""
+    start = time.process_time()
+    call()
+    seconds.append(time.process_time() - start)
 
 
 def add_one_and_find_it(store: Any, vectors: np.ndarray) -> float:
@@ -224,7 +234,7 @@ def main() -> None:
     for key, value in line.items():
         log(f"{key:>16}: {value}")
     for mode, values in latency.items():
-        log(f"{mode:>8} p95: {values['p95_ms']:.2f} ms")
+        log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
     log(f"load average: {report['loadavg']}")
 
 

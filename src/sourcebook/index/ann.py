@@ -39,6 +39,7 @@ EXPANSION_ADD = 64  # efConstruction: half usearch's default, halving the build 
 EXPANSION_SEARCH = 128  # ef at query time (raised to the rows asked for when those are more)
 MAX_ANN_ROWS = 16_384  # beyond this many rows asked of the graph, a scan of the allowed rows is cheaper
 INT8_SCALE = 127.0
+SCAN_BLOCK_ROWS = 65_536  # rows converted to float32 at a time by the scan (25 MB at 384 dimensions)
 
 if TYPE_CHECKING:
     from usearch.index import Index
@@ -113,7 +114,8 @@ class AnnRows:
             if len(found.seqs) >= min(wanted, live // math.ceil(rows_per_chunk)):
                 return found
         rows = np.flatnonzero(~self.dead if passing is None else passing)
-        scores = self.int8[rows].astype(np.float32) @ query
+        scores = np.concatenate([self.int8[block].astype(np.float32) @ query
+                                 for block in np.array_split(rows, max(1, len(rows) // SCAN_BLOCK_ROWS))])
         return best_chunks(self.seqs[rows], scores, wanted)
 
     def _graph_candidates(self, query: np.ndarray, asked: int, passing: np.ndarray | None, wanted: int) -> ChunkScores:

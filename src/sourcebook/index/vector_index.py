@@ -38,8 +38,11 @@ import numpy as np
 from .ann import AnnRows, build_ann, open_ann
 from .vectors import ChunkScores, ExactRows, RowBatch, merge_top
 
-ANN_MIN_ROWS = 100_000  # below this many rows (about 21k chunks with windows) exact search stays: README, "Scale"
-DELTA_SHARE = 0.1  # the delta (scanned exactly) may grow to this share of the base before a rebuild
+# Below this many rows (about 10k chunks with windows) exact search stays: it scans 50k rows in
+# about 7 ms of CPU here and needs no build, and SciFact (48,844 rows) and pydocs stay exact, so
+# their quality figures hold by construction (README, "Vectors at scale").
+ANN_MIN_ROWS = 50_000
+DELTA_SHARE = 0.05  # the delta (scanned exactly) may grow to this share of the base before a rebuild
 DEAD_SHARE = 0.2  # deleted rows the base may carry before a rebuild
 CURRENT = "current.json"
 FORMAT = 1
@@ -61,6 +64,9 @@ class RowSource(Protocol):
 
     def rows(self, after: int, upto: int, dimension: int | None) -> Iterator[tuple[int, RowBatch]]:
         """(dimension, rows) of the tenant's chunks with after < seq <= upto, in seq order."""
+
+    def live_seqs(self, upto: int) -> np.ndarray:
+        """Sorted seqs of the tenant's chunks with seq <= upto (what a base may still hold)."""
 
     def row_count(self, dimension: int) -> int:
         """How many rows (chunk and window vectors) the tenant has of this dimension."""
@@ -152,17 +158,20 @@ class TenantVectors:
     def _open_base(self, source: RowSource, name: str | None, dimension: int, now: Mark) -> AnnRows | None:
         """The published base of `dimension` with its deletions flagged, or None when it is unusable:
         missing or corrupt, of another dimension, newer than the store, from another database
-        (its last chunk is not the store's chunk of that seq), older than the change log, or
-        smaller than this index's threshold (a process told to search exactly does)."""
+        (its last chunk is not the store's chunk of that seq) or smaller than this index's
+        threshold (a process told to search exactly does). When `compact` emptied the change log
+        past the base's mark, its dead rows are found by comparing its seqs with the file's."""
         if self.root is None or name is None:
             return None
         base = open_ann(self.root / name)
         if base is None:
             return None
-        deleted = None
-        if base.dimension == dimension and base.mark[0] <= now[0] and base.mark[1] <= now[1]:
-            deleted = source.deleted_since(base.mark)
-        if deleted is None or len(base) < self.ann_min_rows or not _same_database(source, base, deleted):
+        usable = base.dimension == dimension and base.mark[0] <= now[0] and len(base) >= self.ann_min_rows
+        deleted = source.deleted_since(base.mark) if usable else None
+        if usable and deleted is None:  # the log was compacted past the base: compare with the rows
+            seqs = np.unique(base.seqs)
+            deleted = seqs[~np.isin(seqs, source.live_seqs(base.mark[0]), assume_unique=True)]
+        if deleted is None or not _same_database(source, base, deleted):
             base.close()
             return None
         base.kill(deleted)

@@ -129,6 +129,14 @@ class _SqliteRows:
         while block := cursor.fetchmany(ROW_BATCH_CHUNKS):
             yield from _batches(block)
 
+    def live_seqs(self, upto: int) -> np.ndarray:
+        rows = self.conn.execute(
+            """SELECT c.seq FROM chunks c JOIN documents d ON d.id = c.document_id
+               WHERE d.tenant = ? AND c.seq <= ? ORDER BY c.seq""",
+            (self.tenant, upto),
+        ).fetchall()
+        return np.fromiter((seq for (seq,) in rows), dtype=np.int64, count=len(rows))
+
     def row_count(self, dimension: int) -> int:
         """length() of a blob reads its size from the record header, not the vectors."""
         row = self.conn.execute(
