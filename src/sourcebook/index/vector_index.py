@@ -14,9 +14,8 @@ with a seq above the mark it has seen are appended to the delta, the chunks dele
 flagged, so a write costs its own size. The base is rebuilt (from the store, in seq order)
 only when the delta or the dead rows outgrow a share of it, when the change log was compacted
 past its mark, or when its files are missing, corrupt or of another database. The base's
-candidates are rescored by the store from the full-precision vectors of every row of each
-candidate chunk, so scores equal the exact search's, and a chunk the store no longer holds
-cannot come back. Several processes may share the files: a base is published by an atomic
+candidates are rescored from the float16 copy of every row of each candidate chunk, so scores
+equal the exact search's to about 1e-3, and the store returns only chunks it still holds. Several processes may share the files: a base is published by an atomic
 rename of ``current.json`` under a lock file, and each process keeps its own delta and marks.
 """
 
@@ -44,6 +43,7 @@ from .vectors import ChunkScores, ExactRows, RowBatch, merge_top
 ANN_MIN_ROWS = 50_000
 DELTA_SHARE = 0.05  # the delta (scanned exactly) may grow to this share of the base before a rebuild
 DEAD_SHARE = 0.2  # deleted rows the base may carry before a rebuild
+RESCORE_MARGIN = 20  # candidate chunks rescored beyond the k asked for
 CURRENT = "current.json"
 FORMAT = 1
 
@@ -74,8 +74,6 @@ class RowSource(Protocol):
     def chunk_id(self, seq: int) -> str | None:
         """The id of the chunk with this seq, None when there is none."""
 
-    def rescore(self, seqs: np.ndarray, query: np.ndarray) -> ChunkScores:
-        """Exact scores of the chunks with these seqs that still exist (each its best row)."""
 
 
 @dataclass
@@ -123,8 +121,8 @@ class TenantVectors:
             return ChunkScores.empty()
         found = [partition.delta.search(query, k, allowed)]
         if partition.base is not None:
-            candidates = partition.base.candidates(query, 2 * k + 20, allowed)
-            found.append(source.rescore(candidates.seqs, query))
+            candidates = partition.base.candidates(query, k + RESCORE_MARGIN, allowed)
+            found.append(partition.base.rescore(candidates.seqs, query))
         return merge_top(found, k)
 
     def close(self) -> None:

@@ -5,9 +5,9 @@ vectors (k x dimension float32) in the same row. The index over them (index/vect
 exact rows in memory for small collections, a memory-mapped approximate base plus an exact
 delta for large ones) catches up with the file through `changes.py`'s mark at the start of
 each search, inside the read transaction, so another process's writes are seen at once and a
-write costs its own size. `_SqliteRows` is what the index reads: rows after a mark, the
-deletion log, and the full-precision vectors of the approximate base's candidates, whose
-rescoring also drops any chunk the file no longer holds.
+write costs its own size. `_SqliteRows` is what the index reads: rows after a mark and the
+deletion log. The hits' ids are read from the file last, so a chunk it no longer holds is
+never returned.
 
 The whole search runs under the store's lock: catching up mutates the index, and the
 approximate search is a few milliseconds.
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ...index.vector_index import ANN_MIN_ROWS, Mark, TenantVectors
-from ...index.vectors import ChunkScores, RowBatch, best_per_chunk
+from ...index.vectors import RowBatch
 from ...models import ScoredId, SearchFilter
 from ..common import check_k, unit_query
 from ..sql.base import SharedSql
@@ -150,20 +150,6 @@ class _SqliteRows:
     def chunk_id(self, seq: int) -> str | None:
         row = self.conn.execute("SELECT id FROM chunks WHERE seq = ?", (seq,)).fetchone()
         return None if row is None else str(row[0])
-
-    def rescore(self, seqs: np.ndarray, query: np.ndarray) -> ChunkScores:
-        """Exact scores of the chunks that still exist, from their stored float32 vectors."""
-        if not len(seqs):
-            return ChunkScores.empty()
-        rows = self.conn.execute(
-            """SELECT c.seq, c.document_id, v.vector, v.windows FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq
-               WHERE c.seq IN (SELECT value FROM json_each(?)) ORDER BY c.seq""",
-            (json.dumps(seqs.tolist()),),
-        ).fetchall()
-        parts = [best_per_chunk(batch.seqs, batch.vectors @ query) for _, batch in _batches(rows)]
-        if not parts:
-            return ChunkScores.empty()
-        return ChunkScores(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
 
 def _batches(block: Sequence[tuple[int, str, bytes, bytes | None]]) -> Iterator[tuple[int, RowBatch]]:
