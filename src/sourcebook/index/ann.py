@@ -40,6 +40,7 @@ CONNECTIVITY = 32  # HNSW's M: 16 left some of the near-duplicate rows of a clus
 EXPANSION_ADD = 128  # efConstruction, usearch's default: 64 left 1.5% of the true top 10 out of reach at 30k chunks (README)
 EXPANSION_SEARCH = 1024  # ef at query time: 300 found 82% of the true top 10 at 100k chunks, 1200 95%, for 1.5 ms
 MAX_ANN_ROWS = 16_384  # beyond this many rows asked of the graph, a scan of the allowed rows is cheaper
+PARALLEL_ADD_ROWS = 8192  # smaller batches go in on one thread: not worth the threads, and deterministic
 SCAN_BLOCK_ROWS = 65_536  # rows converted to float32 at a time by the scan (100 MB at 384 dimensions)
 
 if TYPE_CHECKING:
@@ -171,7 +172,8 @@ def build_ann(
     total = 0
     with open(temporary / "f16.bin", "wb") if temporary is not None else io.BytesIO() as halves_out:
         for batch in batches:
-            index.add(np.arange(total, total + len(batch.seqs), dtype=np.uint64), batch.vectors, threads=0)
+            threads = 0 if len(batch.seqs) >= PARALLEL_ADD_ROWS else 1  # 0: every core
+            index.add(np.arange(total, total + len(batch.seqs), dtype=np.uint64), batch.vectors, threads=threads)
             seqs.append(batch.seqs)
             codes.append(documents.encode(batch.documents))
             halves_out.write(batch.vectors.astype(np.float16).tobytes())
