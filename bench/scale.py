@@ -128,7 +128,15 @@ def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[
     add_one_s = add_one_and_find_it(store, vectors)
     store.close()
     return {"open_s": open_s, "first_query_ms": first_query_ms, "latency": latency, "recall_at_10": recall,
-            "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "rss_now_mb": resident_split()}
+
+
+def resident_split() -> dict[str, float]:
+    """The process's resident memory now, by kind: anonymous (heaps, arrays) and file-backed (the
+    memory-mapped index files: page cache the kernel may drop and other processes share)."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {kind: int(fields[f"Rss{kind}"].split()[0]) / 1024 for kind in ("Anon", "File")}
 
 
 def cpu_timed(seconds: list[float], call: Any) -> None:
@@ -235,7 +243,7 @@ def main() -> None:
         log(f"{key:>16}: {value}")
     for mode, values in latency.items():
         log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
-    log(f"load average: {report['loadavg']}")
+    log(f"resident at the end: {measured['rss_now_mb']} MB; load average: {report['loadavg']}")
 
 
 if __name__ == "__main__":
