@@ -123,13 +123,19 @@ def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[
         p50, p95, _ = timings(lambda i, o=option: cpu_timed(cpu, lambda: retriever.search(queries[i], o, vectors[i])),
                               len(queries))
         latency[mode] = {"p50_ms": p50, "p95_ms": p95, "cpu_p50_ms": float(np.median(cpu[1:]) * 1000)}
+    store_vector_cpu_ms = {}
+    for k in (10, 200):  # the store alone, without the retriever's hit building (get_chunks)
+        cpu = []
+        for v in vectors:
+            cpu_timed(cpu, lambda: store.vector_search(v, k, EVERYTHING))
+        store_vector_cpu_ms[k] = float(np.median(cpu) * 1000)
     found = [[hit.chunk_id for hit in store.vector_search(v, 10, EVERYTHING)] for v in vectors]
     recall = float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))
     add_one_s = add_one_and_find_it(store, vectors)
     store.close()
     return {"open_s": open_s, "first_query_ms": first_query_ms, "latency": latency, "recall_at_10": recall,
             "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "rss_now_mb": resident_split()}
+            "rss_now_mb": resident_split(), "store_vector_cpu_p50_ms": store_vector_cpu_ms}
 
 
 def resident_split() -> dict[str, float]:
@@ -243,6 +249,7 @@ def main() -> None:
         log(f"{key:>16}: {value}")
     for mode, values in latency.items():
         log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
+    log(f"store.vector_search CPU p50 by k: {measured['store_vector_cpu_p50_ms']} ms")
     log(f"resident at the end: {measured['rss_now_mb']} MB; load average: {report['loadavg']}")
 
 
