@@ -89,10 +89,6 @@ class ExactRows:
             self._vectors, self._seqs, self._codes = self._vectors[keep], self._seqs[keep], self._codes[keep]
         return removed
 
-    def seqs(self) -> np.ndarray:
-        self._join()
-        return self._seqs
-
     def search(self, query: np.ndarray, k: int, allowed: list[str] | None) -> ChunkScores:
         """The `k` best chunks among the rows (of allowed documents), a chunk scoring its best row."""
         self._join()
