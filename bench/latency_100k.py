@@ -179,6 +179,37 @@ def build(
     return {"documents": d, "chunks": written, "window_vectors": window_count, "mean_cosine_to_base": float(np.mean(cosines))}
 
 
+def cached_database(
+    probe: KnowledgeBase, chunks: int, per_doc: int, n_real: int, noise: float, seed: int, rebuild: bool,
+) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
+    """The synthetic knowledge base of `chunks` chunks under bench/.cache/ (built unless cached):
+    (its path, the parameters that key it, the build's record). `probe` gives the model and settings."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    embedder = probe.embedder
+    params = {"v": GENERATOR_VERSION, "model": embedder.name, "chunks": chunks,
+              "per_doc": per_doc, "n_real": n_real, "noise": noise, "seed": seed,
+              "max_tokens": probe.settings.chunk_max_tokens, "overlap": probe.settings.chunk_overlap,
+              "windows": probe.settings.vector_windows}
+    db = CACHE / f"latency_100k-{key_of(params)}.db"
+    meta = db.with_suffix(".json")
+    if db.exists() and not rebuild:
+        say(f"using cached {db}")
+        return db, params, json.loads(meta.read_text())["build"] if meta.exists() else None
+    material = real_material(probe, n_real, seed)
+    partial = db.with_suffix(".partial.db")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{partial}{suffix}").unlink(missing_ok=True)
+    start = time.perf_counter()
+    with open_store(str(partial)) as store:  # closing checkpoints and removes the WAL
+        built = build(store, embedder, probe.settings, material, chunks, per_doc, noise, seed)
+    os.replace(partial, db)
+    built["seconds"] = time.perf_counter() - start
+    meta.write_text(json.dumps({"params": params, "build": built}, indent=2) + "\n")
+    say(f"built {built['chunks']:,} chunks in {built['documents']:,} documents in {built['seconds']:.0f} s "
+        f"(mean cosine of noisy vector to its real base {built['mean_cosine_to_base']:.3f}) -> {db}")
+    return db, params, built
+
+
 def timings(fn: Callable[[int], object], n: int) -> tuple[float, float, list[float]]:
     """p50, p95 (ms) of fn(i) for i in range(n), after a warm-up call."""
     fn(0)
@@ -205,36 +236,14 @@ def main() -> None:
     report: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpus": os.cpu_count(),
                               "loadavg": {"start": load()}}
     say(f"load average at start: {report['loadavg']['start']} ({os.cpu_count()} CPUs)")
-    CACHE.mkdir(parents=True, exist_ok=True)
     probe = KnowledgeBase.open(":memory:")
     embedder = probe.embedder
-    params = {"v": GENERATOR_VERSION, "model": embedder.name, "chunks": args.chunks,
-              "per_doc": args.chunks_per_document, "n_real": args.real_texts, "noise": args.noise, "seed": args.seed,
-              "max_tokens": probe.settings.chunk_max_tokens, "overlap": probe.settings.chunk_overlap,
-              "windows": probe.settings.vector_windows}
-    db = CACHE / f"latency_100k-{key_of(params)}.db"
+    db, params, built = cached_database(probe, args.chunks, args.chunks_per_document, args.real_texts, args.noise,
+                                        args.seed, args.rebuild)
+    probe.close()
     report["params"] = params
     report["db"] = str(db)
-
-    if args.rebuild or not db.exists():
-        material = real_material(probe, args.real_texts, args.seed)
-        partial = db.with_suffix(".partial.db")
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{partial}{suffix}").unlink(missing_ok=True)
-        start = time.perf_counter()
-        with open_store(str(partial)) as store:  # closing checkpoints and removes the WAL
-            built = build(store, embedder, probe.settings, material, args.chunks, args.chunks_per_document, args.noise, args.seed)
-        os.replace(partial, db)
-        built["seconds"] = time.perf_counter() - start
-        report["build"] = built
-        (db.with_suffix(".json")).write_text(json.dumps({"params": params, "build": built}, indent=2) + "\n")
-        say(f"built {built['chunks']:,} chunks in {built['documents']:,} documents in {built['seconds']:.0f} s "
-            f"(mean cosine of noisy vector to its real base {built['mean_cosine_to_base']:.3f}) -> {db}")
-    else:
-        meta = db.with_suffix(".json")
-        report["build"] = json.loads(meta.read_text())["build"] if meta.exists() else None
-        say(f"using cached {db}")
-    probe.close()
+    report["build"] = built
 
     store = open_store(str(db))  # measured below through the retriever and directly
     kb = KnowledgeBase(store, Settings(db=str(db)), embedder)

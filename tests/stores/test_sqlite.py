@@ -23,7 +23,6 @@ from sourcebook.stores import SQLiteStore, open_store
 from sourcebook.stores.sqlite import documents as sqlite_documents
 from sourcebook.stores.sqlite import schema as sqlite_schema
 from sourcebook.stores.sqlite import terms as sqlite_terms
-from sourcebook.stores.sqlite import vectors as sqlite_vectors
 
 DIM = 4
 EVERYTHING = SearchFilter()
@@ -261,24 +260,18 @@ def test_second_instance_sees_writes_in_vector_search(store: SQLiteStore, db_pat
         assert [r.chunk_id for r in other.vector_search(axis(1), 5, EVERYTHING)] == ["d1#0"]
 
 
-def test_vectors_reload_only_after_chunk_changes(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    loads: list[int] = []
-    real_load = sqlite_vectors._load_index
-
-    def counting_load(conn: sqlite3.Connection, tenant: str, generation: int) -> Any:
-        loads.append(generation)
-        return real_load(conn, tenant, generation)
-
-    monkeypatch.setattr(sqlite_vectors, "_load_index", counting_load)
+def test_vectors_load_once_then_catch_up_with_writes(store: SQLiteStore) -> None:
+    """A write costs its own size: the index reads every row once, then only what changed."""
     put(store, "d1", ["one"])
     store.vector_search(axis(0), 5, EVERYTHING)
     store.vector_search(axis(1), 5, EVERYTHING)
     store.set_status("d1", DocumentStatus.PROCESSING)
-    store.vector_search(axis(0), 5, EVERYTHING)
-    assert len(loads) == 1
-    put(store, "d1", ["two"])
-    store.vector_search(axis(0), 5, EVERYTHING)
-    assert len(loads) == 2
+    put(store, "d2", ["two"], direction=1)
+    assert [r.chunk_id for r in store.vector_search(axis(1), 5, EVERYTHING)] == ["d2#0", "d1#0"]
+    put(store, "d1", ["three", "four"], direction=1)
+    store.delete_document("d2")
+    assert [r.chunk_id for r in store.vector_search(axis(1), 5, EVERYTHING)] == ["d1#0", "d1#1"]
+    assert store._index is not None and store._index.full_loads == 1
 
 
 def test_readers_see_old_or_new_never_a_mix(store: SQLiteStore, db_path: Path) -> None:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Self
 
 from ...errors import StoreError
 from ...index.keywords import KeywordIndex
+from ...index.vector_index import TenantVectors
 from ...tenants import DEFAULT_TENANT, check_tenant
 from ..sql.caches import SqlContextCache, drop_unused_caches
 from ..sql.chat import SqlChat
@@ -41,7 +42,7 @@ from .keys import SQLiteKeyStore
 from .keywords import SQLiteKeywords
 from .schema import SCHEMA_VERSION, bump_generation, connect, generation
 from .terms import drop_unused_terms
-from .vectors import SQLiteVectors, _VectorIndex
+from .vectors import SQLiteVectors
 
 
 class _Database:
@@ -72,7 +73,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     def _attach(self, database: _Database, tenant: str) -> None:
         self._db = database
         self.tenant = tenant
-        self._index: _VectorIndex | None = None
+        self._index: TenantVectors | None = None
         self._keywords: KeywordIndex | None = None
         database.views[tenant] = self
 
@@ -102,6 +103,8 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
                 self._db.conn.close()
             self._db.conn = None
             for view in self._db.views.values():
+                if view._index is not None:
+                    view._index.close()
                 view._index = None
                 view._keywords = None
 

@@ -1,51 +1,47 @@
-"""Vector search on the SQLite store: exact, with numpy, over matrices cached in memory.
+"""Vector search on the SQLite store: the glue between the file and the tenant's vector index.
 
 Vectors live in their own table keyed by the chunk's ``seq``, a chunk's sentence-window
-vectors (k x dimension float32) in the same row: loading the search matrix reads one
-compact table of blobs, and a vector can be rewritten without touching the chunk row.
-The matrices hold the tenant's chunks only and are reloaded when the schema's generation
-moved; a search runs its numpy work on an immutable snapshot, outside the lock.
+vectors (k x dimension float32) in the same row. The index over them (index/vector_index.py:
+exact rows in memory for small collections, a memory-mapped approximate base plus an exact
+delta for large ones) catches up with the file through `changes.py`'s mark at the start of
+each search, inside the read transaction, so another process's writes are seen at once and a
+write costs its own size. `_SqliteRows` is what the index reads: rows after a mark and the
+deletion log. The hits' ids are read from the file last, so a chunk it no longer holds is
+never returned.
+
+The whole search runs under the store's lock: catching up mutates the index, and the
+approximate search is a few milliseconds.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from ...index.vector_index import ANN_MIN_ROWS, Mark, TenantVectors
+from ...index.vectors import RowBatch
 from ...models import ScoredId, SearchFilter
 from ..common import check_k, unit_query
 from ..sql.base import SharedSql
+from .changes import ChangeMark, current_mark, deletions_since
 from .filters import allowed_documents, check_query_dimension
-from .schema import generation
 
-
-@dataclass(frozen=True)
-class _VectorPartition:
-    """All vectors of one dimension: a contiguous matrix and, per row, its chunk and document."""
-
-    matrix: np.ndarray  # (n, dimension) float32, C-contiguous: each chunk's vector, then its windows'
-    chunk_ids: tuple[str, ...]
-    row_chunk: np.ndarray  # (n,) int32 index into chunk_ids, non-decreasing
-    row_document: np.ndarray  # (n,) int32 values of _VectorIndex.document_codes
-
-
-@dataclass(frozen=True)
-class _VectorIndex:
-    """An immutable snapshot of the vectors at one generation (searched without the lock)."""
-
-    generation: int
-    document_codes: dict[str, int]
-    partitions: dict[int, _VectorPartition]
+ROW_BATCH_CHUNKS = 4096  # chunks per batch handed to the index while it reads rows
 
 
 class SQLiteVectors(SharedSql):
     """The vector half of the `SearchStore` role, and the stored vectors ingestion reuses."""
 
-    _index: _VectorIndex | None
+    _index: TenantVectors | None
+    ann_min_rows: int = ANN_MIN_ROWS  # rows above which a dimension gets an approximate index (tests lower it)
+
+    @property
+    def path(self) -> str:
+        raise NotImplementedError
 
     def vectors_for_hashes(self, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._vector_rows_for_hashes(collection, hashes)
@@ -67,31 +63,25 @@ class SQLiteVectors(SharedSql):
             ).fetchall()
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
-        """Exact dot products against the cached matrix, a chunk scoring the best of its own
-        vector and its windows'; the numpy work runs outside the lock."""
+        """The k best chunks, a chunk scoring the best of its own vector and its windows'."""
         check_k(k)
         query = unit_query(vector)
         with self._read() as conn:
             check_query_dimension(conn, self.tenant, filters.collections, len(query))
-            index = self._current_index(conn)
+            source = _SqliteRows(conn, self.tenant)
+            index = self._vector_index()
+            index.catch_up(source)
             allowed = allowed_documents(conn, self.tenant, filters)
-        partition = index.partitions.get(len(query))
-        if partition is None:
-            return []
-        rows = None if allowed is None else _allowed_rows(index, partition, allowed)
-        scores = _scores(partition.matrix, query, rows)
-        chunks, scores = _max_per_chunk(partition.row_chunk if rows is None else partition.row_chunk[rows], scores)
-        top = _top_indices(scores, k)
-        return [
-            ScoredId(partition.chunk_ids[chunks[i]], rank, float(scores[i]))
-            for rank, i in enumerate(top, 1)
-        ]
+            found = index.search(source, query, k, allowed)
+            ids = _chunk_ids(conn, found.seqs)
+        kept = [(ids[int(seq)], float(score)) for seq, score in zip(found.seqs, found.scores) if int(seq) in ids]
+        return [ScoredId(chunk, rank, score) for rank, (chunk, score) in enumerate(kept, 1)]
 
-    def _current_index(self, conn: sqlite3.Connection) -> _VectorIndex:
-        """The cached vector index, reloaded when any connection has changed chunks since."""
-        current = generation(conn)
-        if self._index is None or self._index.generation != current:
-            self._index = _load_index(conn, self.tenant, current)
+    def _vector_index(self) -> TenantVectors:
+        """This view's index; its files live beside the database, in ``<path>.indexes/<tenant>/``."""
+        if self._index is None:
+            root = None if self.path == ":memory:" else Path(self.path + ".indexes") / self.tenant
+            self._index = TenantVectors(root, self.ann_min_rows)
         return self._index
 
 
@@ -105,84 +95,81 @@ def window_matrix(blob: bytes | None, dimension: int) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32).reshape(-1, dimension).copy()
 
 
-def _load_index(conn: sqlite3.Connection, tenant: str, generation: int) -> _VectorIndex:
-    """Read every vector of `tenant` into per-dimension matrices (called inside the read
-    transaction that read `generation`, so the snapshot and its number agree).
+class _SqliteRows:
+    """The index's view of the file, inside one read transaction (index/vector_index.RowSource)."""
 
-    Rows stream into one growing buffer per dimension, so the load never holds the
-    vectors twice (a list of blobs plus the matrix).
-    """
-    document_codes: dict[str, int] = {}
-    builders: dict[int, _PartitionBuilder] = {}
-    rows = conn.execute(
-        """SELECT c.id, c.document_id, v.vector, v.windows FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq
-           JOIN documents d ON d.id = c.document_id WHERE d.tenant = ?""",
-        (tenant,),
-    )
-    for id_, document_id, blob, windows in rows:
-        builder = builders.setdefault(len(blob) // 4, _PartitionBuilder())
-        builder.add(id_, document_codes.setdefault(document_id, len(document_codes)), blob, windows)
-    partitions = {dimension: builder.build(dimension) for dimension, builder in builders.items()}
-    return _VectorIndex(generation, document_codes, partitions)
+    def __init__(self, conn: sqlite3.Connection, tenant: str) -> None:
+        self.conn = conn
+        self.tenant = tenant
+
+    def mark(self) -> Mark:
+        mark = current_mark(self.conn)
+        return (mark.chunk_seq, mark.deletion_id)
+
+    def deleted_since(self, mark: Mark) -> np.ndarray | None:
+        deleted = deletions_since(self.conn, ChangeMark(*mark))
+        return None if deleted is None else np.unique(deleted)
+
+    def dimensions(self) -> list[int]:
+        rows = self.conn.execute("SELECT DISTINCT dimension FROM collections WHERE tenant = ?", (self.tenant,))
+        return [int(dimension) for (dimension,) in rows]
+
+    def rows(self, after: int, upto: int, dimension: int | None) -> Iterator[tuple[int, RowBatch]]:
+        """Rows of the tenant's chunks in (after, upto], in seq order, a few thousand chunks a batch.
+
+        The range is on the chunks' primary key, so catching up reads only the new rows."""
+        condition = "" if dimension is None else " AND length(v.vector) = ?"
+        params: tuple[int | str, ...] = (self.tenant, after, upto) + (() if dimension is None else (4 * dimension,))
+        cursor = self.conn.execute(
+            f"""SELECT c.seq, c.document_id, v.vector, v.windows FROM chunks c
+                JOIN vectors v ON v.chunk_seq = c.seq JOIN documents d ON d.id = c.document_id
+                WHERE d.tenant = ? AND c.seq > ? AND c.seq <= ?{condition} ORDER BY c.seq""",
+            params,
+        )
+        while block := cursor.fetchmany(ROW_BATCH_CHUNKS):
+            yield from _batches(block)
+
+    def live_seqs(self, upto: int) -> np.ndarray:
+        rows = self.conn.execute(
+            """SELECT c.seq FROM chunks c JOIN documents d ON d.id = c.document_id
+               WHERE d.tenant = ? AND c.seq <= ? ORDER BY c.seq""",
+            (self.tenant, upto),
+        ).fetchall()
+        return np.fromiter((seq for (seq,) in rows), dtype=np.int64, count=len(rows))
+
+    def row_count(self, dimension: int) -> int:
+        """length() of a blob reads its size from the record header, not the vectors."""
+        row = self.conn.execute(
+            """SELECT coalesce(sum(1 + coalesce(length(v.windows), 0) / length(v.vector)), 0) FROM chunks c
+               JOIN vectors v ON v.chunk_seq = c.seq JOIN documents d ON d.id = c.document_id
+               WHERE d.tenant = ? AND length(v.vector) = ?""",
+            (self.tenant, 4 * dimension),
+        ).fetchone()
+        return int(row[0])
+
+    def chunk_id(self, seq: int) -> str | None:
+        row = self.conn.execute("SELECT id FROM chunks WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else str(row[0])
 
 
-class _PartitionBuilder:
-    """One dimension's rows, accumulated while the index loads."""
-
-    def __init__(self) -> None:
-        self.vectors = bytearray()
-        self.chunk_ids: list[str] = []
-        self.documents: list[int] = []
-        self.rows_per_chunk: list[int] = []
-
-    def add(self, id_: str, document: int, vector: bytes, windows: bytes | None) -> None:
-        self.vectors += vector
+def _batches(block: Sequence[tuple[int, str, bytes, bytes | None]]) -> Iterator[tuple[int, RowBatch]]:
+    """Rows (seq, document, vector, windows), one batch per dimension, each chunk's vector then its windows'."""
+    by_dimension: dict[int, tuple[list[bytes], list[int], list[str]]] = {}
+    for seq, document, vector, windows in block:
+        blobs, seqs, documents = by_dimension.setdefault(len(vector) // 4, ([], [], []))
+        count = 1 + len(windows or b"") // len(vector)
+        blobs.append(vector)
         if windows:
-            self.vectors += windows
-        self.chunk_ids.append(id_)
-        self.documents.append(document)
-        self.rows_per_chunk.append(1 + len(windows or b"") // len(vector))
-
-    def build(self, dimension: int) -> _VectorPartition:
-        matrix = np.frombuffer(self.vectors, dtype=np.float32).reshape(-1, dimension)
-        counts = np.array(self.rows_per_chunk, dtype=np.int64)
-        row_chunk = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        row_document = np.repeat(np.array(self.documents, dtype=np.int32), counts)
-        return _VectorPartition(matrix, tuple(self.chunk_ids), row_chunk, row_document)
+            blobs.append(windows)
+        seqs.extend([seq] * count)
+        documents.extend([document] * count)
+    for dimension, (blobs, seqs, documents) in by_dimension.items():
+        vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dimension)
+        yield dimension, RowBatch(vectors, np.array(seqs, dtype=np.int64), documents)
 
 
-def _allowed_rows(index: _VectorIndex, partition: _VectorPartition, allowed: list[str]) -> np.ndarray:
-    """Row numbers of `partition` whose document passed the filters (a boolean mask per document)."""
-    mask = np.zeros(len(index.document_codes), dtype=bool)
-    mask[[index.document_codes[d] for d in allowed if d in index.document_codes]] = True
-    return np.flatnonzero(mask[partition.row_document])
-
-
-def _scores(matrix: np.ndarray, query: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Dot products for `rows` (all rows when None). Gathering a small subset first is cheaper
-    than a full pass; gathering most of the matrix would copy more than the pass reads."""
-    if rows is None:
-        return matrix @ query
-    if 2 * len(rows) < len(matrix):
-        return matrix[rows] @ query
-    return (matrix @ query)[rows]
-
-
-def _max_per_chunk(row_chunk: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk of each group, its best score) for scores whose rows come grouped by chunk
-    (`row_chunk` non-decreasing): a chunk scores the best of its vector and its windows'."""
-    if len(row_chunk) == 0:
-        return row_chunk, scores
-    starts = np.flatnonzero(np.concatenate(([True], row_chunk[1:] != row_chunk[:-1])))
-    if len(starts) == len(row_chunk):  # no windows among these rows
-        return row_chunk, scores
-    return row_chunk[starts], np.maximum.reduceat(scores, starts)
-
-
-def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k highest scores, best first: argpartition, then sort only those k."""
-    if k < len(scores):
-        candidates = np.argpartition(scores, len(scores) - k)[-k:]
-    else:
-        candidates = np.arange(len(scores))
-    return candidates[np.argsort(-scores[candidates], kind="stable")]
+def _chunk_ids(conn: sqlite3.Connection, seqs: np.ndarray) -> dict[int, str]:
+    """The ids of the chunks with these seqs (those the file still holds)."""
+    rows = conn.execute("SELECT seq, id FROM chunks WHERE seq IN (SELECT value FROM json_each(?))",
+                        (json.dumps([int(seq) for seq in seqs]),))
+    return {int(seq): str(id_) for seq, id_ in rows}

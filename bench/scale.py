@@ -1,0 +1,258 @@
+"""The embedded tier at scale: memory, open time, search latency, recall and a write, at N chunks.
+
+The knowledge base is bench/latency_100k.py's synthetic one (SciFact sentences recombined,
+real chunk vectors plus noise, as many sentence-window vectors per chunk as its text has),
+written through the store and cached under bench/.cache/. Then, each step in a process of its
+own so no step's memory or caches leak into the next:
+
+1. prepare: open the store and search once, so the vector index is built and saved beside the
+   database as a user's first search would (its time is reported as `index_build_s`);
+2. truth: the exact top 10 chunks of every query, by a float32 scan of every stored vector
+   (a chunk scoring its best row), streamed so it never holds the matrix;
+3. measure, in a fresh process: cold open, the first query, p50/p95 of hybrid, keyword and
+   vector search through the retriever (query vectors embedded beforehand: the model is not
+   loaded in this process), recall@10 of the production vector search against step 2, then
+   one document of 10 chunks added through the store and the time until a search finds it,
+   and the peak RSS of the whole process (getrusage).
+
+    python bench/scale.py --chunks 100000 [--queries 200] [--json] [--rebuild]
+
+`--json` prints one line: {"chunks", "rss_mb", "open_s", "first_query_ms", "hybrid_p50_ms",
+"keyword_p50_ms", "vector_p50_ms", "recall_at_10", "add_one_s", "file_mb"}; the full report
+(p95s, index build, load averages) goes to bench/results/scale-<N>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from latency_100k import CACHE, DATA, cached_database, key_of, load, noisy, timings  # noqa: E402
+
+from sourcebook import KnowledgeBase, Settings  # noqa: E402
+from sourcebook.models import Chunk, DocumentStatus, SearchFilter, sha256_text  # noqa: E402
+from sourcebook.retrieval import Retriever, SearchOptions  # noqa: E402
+from sourcebook.stores import open_store  # noqa: E402
+
+RESULTS = HERE / "results"
+EVERYTHING = SearchFilter()
+TRUTH_BATCH = 8192  # chunks per block of the exact scan
+
+
+def query_vectors(probe: KnowledgeBase, count: int) -> tuple[list[str], Path]:
+    """The first `count` SciFact test queries and the .npy file of their vectors (embedded once, cached)."""
+    ids: list[str] = []
+    with open(DATA / "qrels" / "test.tsv", encoding="utf-8") as lines:
+        next(lines)
+        for line in lines:
+            query_id = line.split("\t")[0]
+            if line.strip() and query_id not in ids:
+                ids.append(query_id)
+    with open(DATA / "queries.jsonl", encoding="utf-8") as lines:
+        texts = {str(r["_id"]): r["text"] for r in map(json.loads, lines)}
+    queries = [texts[q] for q in ids[:count]]
+    cached = CACHE / f"scale_queries-{key_of({'model': probe.embedder.name, 'queries': queries})}.npy"
+    if not cached.exists():
+        np.save(cached, probe.embedder.embed_documents(queries))
+    return queries, cached
+
+
+def exact_top10(db: Path, vectors: np.ndarray) -> list[list[str]]:
+    """Each query's 10 best chunk ids by an exact float32 scan of every stored row, streamed."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    best_ids = np.empty((len(vectors), 0), dtype=object)
+    best_scores = np.empty((len(vectors), 0), dtype=np.float32)
+    cursor = conn.execute("SELECT c.id, v.vector, v.windows FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq")
+    while block := cursor.fetchmany(TRUTH_BATCH):
+        dimension = len(block[0][1]) // 4
+        rows = np.frombuffer(b"".join(v + (w or b"") for _, v, w in block), dtype=np.float32).reshape(-1, dimension)
+        counts = np.array([1 + len(w or b"") // len(v) for _, v, w in block])
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        scores = np.maximum.reduceat(vectors @ rows.T, starts, axis=1)  # (queries, chunks)
+        ids = np.array([i for i, _, _ in block], dtype=object)
+        all_scores = np.concatenate([best_scores, scores], axis=1)
+        all_ids = np.concatenate([best_ids, np.broadcast_to(ids, scores.shape)], axis=1)
+        keep = np.argsort(-all_scores, axis=1, kind="stable")[:, :10]
+        best_scores = np.take_along_axis(all_scores, keep, axis=1)
+        best_ids = np.take_along_axis(all_ids, keep, axis=1)
+    conn.close()
+    return [list(map(str, row)) for row in best_ids]
+
+
+def prepare(db: Path, vectors: np.ndarray) -> dict[str, float]:
+    """Open and search once: builds (and saves) the vector index if it is not there yet."""
+    start = time.perf_counter()
+    with open_store(str(db)) as store:
+        store.vector_search(vectors[0], 10, EVERYTHING)
+    return {"index_build_s": time.perf_counter() - start}
+
+
+def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[str]]) -> dict[str, Any]:
+    """Everything step 3 of the module docstring lists, in this (fresh) process."""
+    start = time.perf_counter()
+    store = open_store(str(db))
+    settings = Settings(db=str(db))
+    open_s = time.perf_counter() - start
+
+    def no_model() -> Any:
+        raise AssertionError("the bench passes query vectors; the model must not load")
+
+    retriever = Retriever(store, no_model)
+    options = {mode: SearchOptions.from_settings(settings, mode=mode, top_k=10, per_document=1)
+               for mode in ("hybrid", "keyword", "vector")}
+    start = time.perf_counter()
+    retriever.search(queries[0], options["hybrid"], vectors[0])
+    first_query_ms = (time.perf_counter() - start) * 1000
+    latency = {}
+    for mode, option in options.items():
+        cpu: list[float] = []
+        p50, p95, _ = timings(lambda i, o=option: cpu_timed(cpu, lambda: retriever.search(queries[i], o, vectors[i])),
+                              len(queries))
+        latency[mode] = {"p50_ms": p50, "p95_ms": p95, "cpu_p50_ms": float(np.median(cpu[1:]) * 1000)}
+    store_vector_cpu_ms = {}
+    for k in (10, 200):  # the store alone, without the retriever's hit building (get_chunks)
+        cpu = []
+        for v in vectors:
+            cpu_timed(cpu, lambda: store.vector_search(v, k, EVERYTHING))
+        store_vector_cpu_ms[k] = float(np.median(cpu) * 1000)
+    found = [[hit.chunk_id for hit in store.vector_search(v, 10, EVERYTHING)] for v in vectors]
+    recall = float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))
+    add_one_s = add_one_and_find_it(store, vectors)
+    resident = resident_split()  # before closing: the index files are still mapped
+    store.close()
+    return {"open_s": open_s, "first_query_ms": first_query_ms, "latency": latency, "recall_at_10": recall,
+            "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "rss_now_mb": resident, "store_vector_cpu_p50_ms": store_vector_cpu_ms}
+
+
+def resident_split() -> dict[str, float]:
+    """The process's resident memory now, by kind: anonymous (heaps, arrays) and file-backed (the
+    memory-mapped index files: page cache the kernel may drop and other processes share)."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {kind: int(fields[f"Rss{kind}"].split()[0]) / 1024 for kind in ("Anon", "File")}
+
+
+def cpu_timed(seconds: list[float], call: Any) -> None:
+    """Run `call`, appending the CPU time it took: on a machine shared with other work the
+    wall time measures the queue as much as the search, the process's CPU time does not."""
+    start = time.process_time()
+    call()
+    seconds.append(time.process_time() - start)
+
+
+def add_one_and_find_it(store: Any, vectors: np.ndarray) -> float:
+    """Seconds from writing a new 10-chunk document (with window vectors) to a hybrid-free vector
+    search that returns it first: the write plus the index catching up, not the model."""
+    rng = np.random.default_rng(7)
+    base = noisy(rng, vectors[rng.integers(len(vectors), size=10)], 0.01)
+    windows = [noisy(rng, np.repeat(base[i : i + 1], 4, axis=0), 0.01) for i in range(10)]
+    chunks = [Chunk(i, f"added chunk {i}", 0, 14, (), None, 4, "added") for i in range(10)]
+    document_id = f"scale-added-{time.time_ns()}"
+    start = time.perf_counter()
+    store.upsert_document(document_id, collection="default", source=document_id, title="added",
+                          media_type="text/plain", metadata={}, status=DocumentStatus.PROCESSING)
+    store.replace_chunks(document_id, content_hash=sha256_text(document_id), title="added", chunks=chunks,
+                         vectors=base, windows=windows)
+    hits = store.vector_search(base[3], 1, EVERYTHING)
+    elapsed = time.perf_counter() - start
+    if not hits or hits[0].chunk_id != f"{document_id}#3":
+        raise AssertionError(f"the added document was not found: {hits}")
+    store.delete_document(document_id)
+    return elapsed
+
+
+def file_mb(db: Path) -> float:
+    files = [db, Path(f"{db}-wal")]
+    index_dir = Path(f"{db}.indexes")
+    if index_dir.is_dir():
+        files += [f for f in index_dir.rglob("*") if f.is_file()]
+    return sum(f.stat().st_size for f in files if f.is_file()) / 1e6
+
+
+def child(step: str, db: Path, vectors_file: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    """Run `step` in a fresh interpreter; its result comes back as the last line of its output."""
+    command = [sys.executable, __file__, "--step", step, "--db", str(db), "--vectors", str(vectors_file),
+               "--step-args", json.dumps(extra)]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def run_step(args: argparse.Namespace) -> None:
+    db, vectors = Path(args.db), np.load(args.vectors)
+    extra = json.loads(args.step_args)
+    if args.step == "prepare":
+        result: Any = prepare(db, vectors)
+    elif args.step == "truth":
+        result = exact_top10(db, vectors)
+    else:
+        result = measure(db, extra["queries"], vectors, extra["truth"])
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--rebuild", action="store_true", help="ignore a cached database")
+    parser.add_argument("--step", choices=("prepare", "truth", "measure"), help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--vectors", help=argparse.SUPPRESS)
+    parser.add_argument("--step-args", default="{}", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:
+        run_step(args)
+        return
+    log = (lambda message: None) if args.json else (lambda message: print(message, flush=True))
+    probe = KnowledgeBase.open(":memory:")
+    db, params, built = cached_database(probe, args.chunks, 10, 2000, 0.025, 0, args.rebuild)
+    queries, vectors_file = query_vectors(probe, args.queries)
+    probe.close()
+    report: dict[str, Any] = {"params": params, "build": built, "loadavg": {"start": load()}}
+    report["prepare"] = child("prepare", db, vectors_file, {})
+    log(f"index ready in {report['prepare']['index_build_s']:.1f} s")
+    truth_file = db.with_name(f"{db.stem}-truth-{key_of({'queries': queries})}.json")
+    if not truth_file.exists():
+        truth_file.write_text(json.dumps(child("truth", db, vectors_file, {})))
+    truth = json.loads(truth_file.read_text())
+    report["loadavg"]["before_measure"] = load()
+    measured = child("measure", db, vectors_file, {"queries": queries, "truth": truth})
+    report["measure"] = measured
+    report["loadavg"]["end"] = load()
+    latency = measured["latency"]
+    line = {
+        "chunks": args.chunks, "rss_mb": round(measured["rss_mb"], 1), "open_s": round(measured["open_s"], 3),
+        "first_query_ms": round(measured["first_query_ms"], 1),
+        "hybrid_p50_ms": round(latency["hybrid"]["p50_ms"], 2), "keyword_p50_ms": round(latency["keyword"]["p50_ms"], 2),
+        "vector_p50_ms": round(latency["vector"]["p50_ms"], 2), "recall_at_10": round(measured["recall_at_10"], 4),
+        "add_one_s": round(measured["add_one_s"], 3), "file_mb": round(file_mb(db), 1),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"scale-{args.chunks}.json").write_text(json.dumps({"summary": line, **report}, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(line))
+        return
+    for key, value in line.items():
+        log(f"{key:>16}: {value}")
+    for mode, values in latency.items():
+        log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
+    log(f"store.vector_search CPU p50 by k: {measured['store_vector_cpu_p50_ms']} ms")
+    log(f"resident at the end: {measured['rss_now_mb']} MB; load average: {report['loadavg']}")
+
+
+if __name__ == "__main__":
+    main()
