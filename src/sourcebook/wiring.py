@@ -80,14 +80,14 @@ class Components:
         return self._embedder
 
     def _embedding_settings(self) -> Settings:
-        """The settings, with fp32 weights for a knowledge base whose vectors were all made at fp32,
-        unless the user chose a precision: int8 became the default after such bases existed, and a
-        collection refuses vectors of another precision, so an upgrade must not break `add`."""
+        """The settings, with the precision the knowledge base's vectors were made at when the user
+        chose none: a collection refuses vectors of another precision, so a base built at int8 (or
+        at fp32) keeps working whatever the default is."""
         if "embedding_precision" in self.settings.model_fields_set:
             return self.settings
-        recorded = [collection.embedding_model for collection in self.store.collections()]
-        if recorded and not any(model.endswith(INT8_SUFFIX) for model in recorded):
-            return self.settings.model_copy(update={"embedding_precision": "fp32"})
+        recorded = {collection.embedding_model.endswith(INT8_SUFFIX) for collection in self.store.collections()}
+        if len(recorded) == 1:
+            return self.settings.model_copy(update={"embedding_precision": "int8" if recorded.pop() else "fp32"})
         return self.settings
 
     def generator(self, spec: str | None = None) -> Generator | None:

@@ -27,7 +27,7 @@ REFERENCE = json.loads((Path(__file__).parent / "reference_minilm.json").read_te
 
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
-    return LocalEmbedder()
+    return LocalEmbedder(precision="int8")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_matches_sentence_transformers(fp32):
 
 
 def test_int8_vectors_stay_close_to_fp32(embedder, fp32):
-    """The default runs int8 weights; its vectors are another model's (never mixed with fp32's)."""
+    """int8 weights (`embedding_precision`); its vectors are another model's (never mixed with fp32's)."""
     texts = REFERENCE["texts"] + ["Staff receive 25 days of paid annual leave.", "The server runs PostgreSQL 15."]
     cosines = np.sum(embedder.embed_documents(texts) * fp32.embed_documents(texts), axis=1)
     assert cosines.min() > 0.98

