@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.web.test_browser import SCREENSHOTS, SOURCEBOOK, _accessible, create_key, page, serving
+from tests.web.test_graph_view import _sign_in
 
 __all__ = ["page"]  # the browser fixture, over the server below
 pytestmark = pytest.mark.slow
@@ -29,14 +30,6 @@ def served(tmp_path: Path, example_docs: Path) -> Iterator[tuple[str, str, str]]
     admin, reader = create_key(db, "admin", env), create_key(db, "read", env)
     with serving(db, env) as url:
         yield url, admin, reader
-
-
-def _sign_in(page: Any, url: str, key: str) -> None:
-    page.goto(url)
-    page.wait_for_selector("#key-dialog[open]")
-    page.fill("#key-input", key)
-    page.click("#key-save")
-    page.wait_for_selector("#key-dialog:not([open])", state="attached")
 
 
 def test_an_admin_sees_usage_by_day_and_key_and_a_reader_is_told_why_not(page: Any, served: tuple[str, str, str]) -> None:

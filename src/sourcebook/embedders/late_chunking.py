@@ -49,13 +49,19 @@ def token_batch(encodings: Sequence[Encoding], limit: int) -> TokenBatch:
         spans = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)[positions]
         spans[special] = 0  # a special token covers no character
         offsets.append(spans)
-    width = max(len(row) for row in kept)
-    ids = np.zeros((len(kept), width), dtype=np.int64)
-    mask = np.zeros((len(kept), width), dtype=np.int64)
-    for row, tokens in enumerate(kept):
-        ids[row, : len(tokens)] = tokens
-        mask[row, : len(tokens)] = 1
+    ids, mask = padded(kept)
     return TokenBatch(ids, mask, offsets)
+
+
+def padded(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Token rows right-padded with 0 to the longest: (ids, attention mask), both (rows, width) int64."""
+    width = max(len(row) for row in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return ids, mask
 
 
 def pool_windows(hidden: np.ndarray, offsets: np.ndarray, windows: Sequence[Window], fallback: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ConfigurationError, EmbeddingError
 from ..profiling import count, stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
-from .late_chunking import pool_windows, token_batch
+from .late_chunking import padded, pool_windows, token_batch
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
@@ -273,16 +273,8 @@ class LocalEmbedder:
     def _forward(self, rows: Sequence[list[int]]) -> np.ndarray:
         """Unit-length pooled vectors of token rows (one batch, right-padded to its longest),
         run on whichever session is idle."""
-        width = max(len(row) for row in rows)
-        ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._hidden(feeds)
+        ids, mask = padded(rows)
+        hidden = self._hidden(ids, mask)
         if self._pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -291,8 +283,11 @@ class LocalEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _hidden(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        """The model's token-level output for `feeds`, run on whichever session is idle."""
+    def _hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The model's token-level output for a padded batch, run on whichever session is idle."""
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
         session = self._idle.get()
         try:
             return session.run(None, feeds)[0]  # type: ignore[no-any-return]
@@ -367,11 +362,8 @@ class LocalEmbedder:
             ]
         for batch in self._batches([min(len(encoding.ids), limit) for encoding in encodings]):
             tokens = token_batch([encodings[i] for i in batch], limit)
-            feeds = {"input_ids": tokens.ids, "attention_mask": tokens.mask}
-            if "token_type_ids" in self._input_names:
-                feeds["token_type_ids"] = np.zeros_like(tokens.ids)
             with stage("model"):
-                hidden = self._hidden(feeds)
+                hidden = self._hidden(tokens.ids, tokens.mask)
             for row, index in enumerate(batch):
                 states = hidden[row, : len(tokens.offsets[row])]
                 own = states.mean(axis=0)

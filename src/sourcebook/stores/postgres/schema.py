@@ -74,6 +74,16 @@ def _row_level_security(tables: tuple[str, ...]) -> tuple[str, ...]:
     )
 
 
+def _tenant_table(table: str, columns: str) -> tuple[str, ...]:
+    """A tenant table and its row-level security, idempotently (as every migration after the 4th:
+    a database whose record of them was lost runs them again)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ({_TENANT}, {columns})",
+        f"DROP POLICY IF EXISTS tenant_isolation ON {table}",
+        *_row_level_security((table,)),
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "initial_schema",
@@ -308,49 +318,21 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         "search_generations",
-        (
-            # idempotent, as every migration after the 4th: a database whose record of them was lost re-runs them
-            f"""CREATE TABLE IF NOT EXISTS search_generations (
-                {_TENANT} PRIMARY KEY,
-                value bigint NOT NULL)""",
-            "DROP POLICY IF EXISTS tenant_isolation ON search_generations",
-            *_row_level_security(GENERATION_TABLES),
-        ),
+        _tenant_table("search_generations", "value bigint NOT NULL, PRIMARY KEY (tenant)"),
         about="a number per tenant every write that changes search results moves on (the query cache's key)",
     ),
     Migration(
         "summary_cache",
-        (
-            f"""CREATE TABLE IF NOT EXISTS summaries (
-                {_TENANT},
-                subject text NOT NULL,
-                summarizer text NOT NULL,
-                content_hash text NOT NULL,
-                data jsonb NOT NULL,
-                created_at timestamptz NOT NULL,
-                PRIMARY KEY (tenant, subject, summarizer))""",
-            "DROP POLICY IF EXISTS tenant_isolation ON summaries",
-            *_row_level_security(SUMMARY_TABLES),
-        ),
+        _tenant_table("summaries", """subject text NOT NULL, summarizer text NOT NULL, content_hash text NOT NULL,
+            data jsonb NOT NULL, created_at timestamptz NOT NULL, PRIMARY KEY (tenant, subject, summarizer)"""),
         about="summaries by subject (document or collection) and summarizer, with the content hash they cite",
     ),
     Migration(
         "usage_counts",
-        (
-            f"""CREATE TABLE IF NOT EXISTS usage (
-                {_TENANT},
-                day text NOT NULL,
-                api_key text NOT NULL,
-                requests bigint NOT NULL DEFAULT 0,
-                llm_calls bigint NOT NULL DEFAULT 0,
-                input_tokens bigint NOT NULL DEFAULT 0,
-                output_tokens bigint NOT NULL DEFAULT 0,
-                embedding_calls bigint NOT NULL DEFAULT 0,
-                embedded_texts bigint NOT NULL DEFAULT 0,
-                PRIMARY KEY (tenant, day, api_key))""",
-            "DROP POLICY IF EXISTS tenant_isolation ON usage",
-            *_row_level_security(USAGE_TABLES),
-        ),
+        _tenant_table("usage", """day text NOT NULL, api_key text NOT NULL, requests bigint NOT NULL DEFAULT 0,
+            llm_calls bigint NOT NULL DEFAULT 0, input_tokens bigint NOT NULL DEFAULT 0,
+            output_tokens bigint NOT NULL DEFAULT 0, embedding_calls bigint NOT NULL DEFAULT 0,
+            embedded_texts bigint NOT NULL DEFAULT 0, PRIMARY KEY (tenant, day, api_key)"""),
         about="requests and model calls per tenant, day and API key (usage.py): the usage report and quotas",
     ),
 )
