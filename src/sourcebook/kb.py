@@ -295,9 +295,10 @@ class KnowledgeBase:
         today under `api_key`: the server wraps each request in one, the job runners each job."""
         return recorded(self._store, api_key, request=request)
 
-    def record_usage(self, api_key: str, tally: UsageTally) -> None:
-        """Add a tally metered elsewhere (`usage.metering`: the server's middleware) to today's row."""
-        self._store.record_usage(today(), api_key, tally)
+    def record_usage(self, api_key: str, tally: UsageTally, day: str | None = None) -> None:
+        """Add a tally metered elsewhere (`usage.metering`: the server's middleware) to the row of
+        `day` (YYYY-MM-DD, UTC; today by default)."""
+        self._store.record_usage(day or today(), api_key, tally)
 
     def usage(self, since: str | None = None, until: str | None = None) -> list[dict[str, int | str]]:
         """This tenant's usage rows (UTC days `since`..`until`, YYYY-MM-DD, inclusive), by day and API key."""

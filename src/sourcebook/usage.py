@@ -45,6 +45,11 @@ class UsageTally:
         self.input_tokens += generation.usage.input_tokens
         self.output_tokens += generation.usage.output_tokens
 
+    def add(self, other: UsageTally) -> None:
+        """Add `other`'s counts to these (the server sums requests' tallies before writing them)."""
+        for field in fields(self):
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
     def counts(self) -> dict[str, int]:
         return asdict(self)
 

@@ -5,6 +5,7 @@ the counted calls exactly")."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -74,8 +75,34 @@ def test_a_tenant_over_its_quota_gets_429_while_another_is_served(make_api: ApiF
         assert 0 < int(refused.headers["Retry-After"]) <= 86400
     with api.client(globex) as client:
         assert all(client.post("/v1/search", json={"query": "leave"}).status_code == 200 for _ in range(5))
-    assert [row["requests"] for row in api.kb.for_tenant("acme").usage()] == [3]  # refusals are not counted
-    assert [row["requests"] for row in api.kb.for_tenant("globex").usage()] == [5]
+    assert _stored_requests(api, "acme", [3]) == [3]  # refusals are not counted
+    assert _stored_requests(api, "globex", [5]) == [5]
+
+
+def _stored_requests(api, tenant: str, expected: list[int], within: float = 3.0) -> list[int]:
+    """The tenant's stored request counts once they are `expected` (the server's usage buffer
+    writes every second), or the last reading after `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        counts = [int(row["requests"]) for row in api.kb.for_tenant(tenant).usage()]
+        if counts == expected or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
+
+
+def test_usage_reaches_the_store_within_a_second_and_the_api_sees_it_at_once(make_api: ApiFactory) -> None:
+    """Requests' tallies are buffered, not written one transaction each: the store has them
+    within the buffer's second, and GET /v1/usage writes what is pending before it reads."""
+    api = make_api()
+    admin = api.key("default", "admin")
+    with api.client(admin) as client:
+        for number in range(4):
+            assert client.post("/v1/search", json={"query": f"leave {number}"}).status_code == 200
+        listed = client.get("/v1/usage").json()["usage"]
+        assert sum(row["requests"] for row in listed) == 4  # the four searches; this request ends after
+        started = time.monotonic()
+        assert _stored_requests(api, "default", [5]) == [5]
+        assert time.monotonic() - started < 2.5
 
 
 def test_ingestion_jobs_count_their_embedding(make_api: ApiFactory) -> None:

@@ -140,6 +140,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.queue.start()
+        service.usage.start()
         if not service.queue.persistent:
             resumed = await run_in_threadpool(service.resume_ingestion)
             if resumed:
@@ -148,6 +149,7 @@ def create_app(
             yield
         finally:
             service.queue.stop()
+            service.usage.stop()
             if owned_keys and service.keys is not None:
                 service.keys.close()
 
@@ -174,6 +176,6 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "X-API-Key", "X-Request-ID"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
-    app.add_middleware(UsageMiddleware, kb_for=service.kb_for)
+    app.add_middleware(UsageMiddleware, buffer=service.usage)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     return app

@@ -21,7 +21,7 @@ from .errors import ConflictError, RateLimitedError
 from .ingestion import UploadStore, metrics_recorder, resume_item
 from .metrics import Metrics
 from .ratelimit import RateLimits
-from .metering import PRINCIPAL, check_quota
+from .metering import PRINCIPAL, UsageBuffer, check_quota
 
 
 @dataclass
@@ -35,9 +35,14 @@ class Service:
     uploads: UploadStore
     metrics: Metrics
     limits: RateLimits
+    usage: UsageBuffer = field(init=False)
+    """Requests' usage tallies on their way to the store (metering.py)."""
     _tenants: dict[str, KnowledgeBase] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _graph_builds: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.usage = UsageBuffer(self.kb_for)
 
     def kb_for(self, tenant: str) -> KnowledgeBase:
         """The knowledge base scoped to `tenant` (one view per tenant, sharing model and database)."""
@@ -103,7 +108,7 @@ def get_call(request: Request) -> Call:
     try:
         principal = authenticate(request, service.keys, service.limits, service.kb.tenant)
         kb = service.kb_for(principal.tenant)
-        check_quota(kb, service.settings)
+        check_quota(kb, service.settings, service.usage)
     except RateLimitedError:
         service.metrics.rate_limited.inc()
         raise

@@ -19,4 +19,5 @@ def usage(call: CallDep, since: Day = None, until: Day = None) -> dict[str, Any]
     """The tenant's requests, LLM calls and tokens, and embedding calls per day and key, as
     `sourcebook usage --json` prints them. Admins of every collection only: it names every key."""
     call.principal.require(Role.ADMIN)
+    call.service.usage.flush()  # every request so far, this one aside (it is counted when it ends)
     return {"tenant": call.kb.tenant, "usage": call.kb.usage(since, until)}
