@@ -211,3 +211,31 @@ def test_two_stores_on_one_file_see_each_others_writes(db_path: Path) -> None:
         assert ids(two, target, 1) == ["from-one#0"]
         two.delete_document("from-one")
         assert "from-one#0" not in ids(one, target, 5)
+
+
+def test_a_due_rebuild_runs_beside_searches_and_is_swapped_in(seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray]) -> None:
+    """A base outgrown by its delta is rebuilt on the index's thread, not inside the search that
+    finds it due; the next search swaps it in, flags what was deleted after its snapshot and
+    keeps in the delta only the rows written after it."""
+    approximate, exact, queries = seeded
+    ids(approximate, queries[0])
+    index = index_of(approximate)
+    assert index.builds == 1
+    rng = np.random.default_rng(7)
+    centers = rng.standard_normal((CENTERS, DIM))
+    for number in range(4):  # 60 rows: past the delta's share of the ~600-row base
+        vectors = vectors_near(rng, centers, 5, 0.3)
+        put(approximate, f"late{number}", vectors, [vectors_near(rng, v[None, :], 2, 0.1) for v in vectors])
+    ids(approximate, queries[1])
+    assert index.builds == 1  # the search that found the rebuild due did not build
+    index.wait_for_rebuilds(60)
+    approximate.delete_document("late0")  # deleted after the rebuild's snapshot: must not come back
+    target = np.zeros(DIM, np.float32)
+    target[0] = 1.0
+    put(approximate, "newest", target[None, :], [np.zeros((0, DIM), np.float32)])
+    assert ids(approximate, target, 1) == ["newest#0"]
+    assert index.builds == 2
+    assert len(index.partitions[DIM].delta) == 1  # only the row written after the rebuild's snapshot
+    assert not any(hit.startswith("late0#") for hit in ids(approximate, queries[0], 10_000))
+    for query in queries[:10]:
+        assert_same_hits(approximate, exact, query, 10, EVERYTHING)

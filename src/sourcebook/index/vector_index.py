@@ -13,7 +13,11 @@ Every search first catches up (`catch_up`, inside the store's read transaction):
 with a seq above the mark it has seen are appended to the delta, the chunks deleted since are
 flagged, so a write costs its own size. The base is rebuilt (from the store, in seq order)
 only when the delta or the dead rows outgrow a share of it, when the change log was compacted
-past its mark, or when its files are missing, corrupt or of another database. The base's
+past its mark, or when its files are missing, corrupt or of another database. A base that
+exists is rebuilt on a thread of its own, from its own read snapshot (`rebuild_source`), while
+searches go on over the old base and the delta; the next catch-up swaps the new base in,
+flags what was deleted after its mark and keeps in the delta only the rows above it. Only a
+first build (no usable base at all) runs inside the search that needs it. The base's
 candidates are rescored from the float16 copy of every row of each candidate chunk, so scores
 equal the exact search's to about 1e-3, and the store returns only chunks it still holds. Several processes may share the files: a base is published by an atomic
 rename of ``current.json`` under a lock file, and each process keeps its own delta and marks.
@@ -23,11 +27,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
+import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -48,6 +54,7 @@ CURRENT = "current.json"
 FORMAT = 1
 
 Mark = tuple[int, int]  # (last chunk seq, last deletion id): stores/sqlite/changes.py's ChangeMark
+_log = logging.getLogger(__name__)
 
 
 class RowSource(Protocol):
@@ -87,32 +94,46 @@ class Partition:
 class TenantVectors:
     """The vector index of one tenant of one database (see the module docstring)."""
 
-    def __init__(self, root: Path | None, ann_min_rows: int = ANN_MIN_ROWS) -> None:
+    def __init__(self, root: Path | None, ann_min_rows: int = ANN_MIN_ROWS,
+                 rebuild_source: Callable[[], AbstractContextManager[RowSource]] | None = None) -> None:
+        """`rebuild_source` opens a read snapshot of the store for a rebuild on another thread
+        (None: rebuild inside the search that finds one due, as an in-memory database does)."""
         self.root = root  # <db>.indexes/<tenant>/, None for an in-memory database
         self.ann_min_rows = ann_min_rows
         self.partitions: dict[int, Partition] = {}
         self.seen: Mark | None = None
         self.full_loads = 0  # reads of every row of the tenant (open, or a compacted log): tests watch it
         self.builds = 0  # approximate bases built
+        self._rebuild_source = rebuild_source
+        self._rebuilding: dict[int, threading.Thread] = {}
+        self._rebuilt: dict[int, AnnRows] = {}  # built on their threads, not swapped in yet
+        self._rebuilt_lock = threading.Lock()  # guards _rebuilt and _closed (the builders' side)
+        self._closed = False
 
     def catch_up(self, source: RowSource) -> None:
-        """Reflect the store's current state: load on first use, else apply what changed since."""
+        """Reflect the store's current state: load on first use, else apply what changed since;
+        then swap in a base rebuilt in the background, and start the rebuilds now due."""
         now = source.mark()
-        if self.seen == now:
-            return
-        deleted = None if self.seen is None or now < self.seen else source.deleted_since(self.seen)
-        if self.seen is None or deleted is None:
-            self._load(source, now)
-            return
-        for dimension, batch in source.rows(self.seen[0], now[0], None):
-            self._partition(dimension).delta.add(batch)
-        if len(deleted):
-            for partition in self.partitions.values():
-                partition.delta.remove(deleted)
-                if partition.base is not None:
-                    partition.base.kill(deleted)
-        self.seen = now
+        if self.seen != now:
+            deleted = None if self.seen is None or now < self.seen else source.deleted_since(self.seen)
+            if self.seen is None or deleted is None:
+                self._load(source, now)
+                return
+            for dimension, batch in source.rows(self.seen[0], now[0], None):
+                self._partition(dimension).delta.add(batch)
+            if len(deleted):
+                for partition in self.partitions.values():
+                    partition.delta.remove(deleted)
+                    if partition.base is not None:
+                        partition.base.kill(deleted)
+            self.seen = now
+        self._swap_in_rebuilt(source)
         self._build_where_due(source, now)
+
+    def wait_for_rebuilds(self, timeout: float | None = None) -> None:
+        """Block until the background rebuilds under way end (tests, benchmarks, shutdown)."""
+        for thread in list(self._rebuilding.values()):
+            thread.join(timeout)
 
     def search(self, source: RowSource, query: np.ndarray, k: int, allowed: list[str] | None) -> ChunkScores:
         """The `k` best chunks for a unit `query` among the allowed documents (None: all)."""
@@ -126,6 +147,15 @@ class TenantVectors:
         return merge_top(found, k)
 
     def close(self) -> None:
+        """Let go of every base; a rebuild still running publishes its files and is then dropped."""
+        with self._rebuilt_lock:
+            self._closed = True
+            ready, self._rebuilt = self._rebuilt, {}
+        for base in ready.values():
+            base.close()
+        self._close_partitions()
+
+    def _close_partitions(self) -> None:
         for partition in self.partitions.values():
             if partition.base is not None:
                 partition.base.close()
@@ -137,7 +167,7 @@ class TenantVectors:
 
     def _load(self, source: RowSource, now: Mark) -> None:
         """Open the published bases that are still valid and read every row after them."""
-        self.close()
+        self._close_partitions()
         self.full_loads += 1
         published = self._published()
         for dimension in source.dimensions():
@@ -182,24 +212,82 @@ class TenantVectors:
                 due = delta >= self.ann_min_rows
             else:
                 due = delta > max(self.ann_min_rows // 2, DELTA_SHARE * len(base)) or base.dead_rows > DEAD_SHARE * len(base)
-            if due:
+            if due and base is not None and self._rebuild_source is not None:
+                self._rebuild_in_background(dimension)
+            elif due:
                 self._build(source, dimension, now)
 
     def _build(self, source: RowSource, dimension: int, now: Mark) -> None:
         """Build the dimension's base from every row up to `now`, publish it, empty the delta."""
-        rows = (batch for _, batch in source.rows(0, now[0], dimension))
         old = self.partitions[dimension].base
-        if self.root is None:
-            base = build_ann(rows, dimension, now, source.chunk_id, None)
-        else:
-            with self._locked():
-                name = f"d{dimension}-{now[0]}-{now[1]}-{uuid.uuid4().hex[:8]}"
-                base = build_ann(rows, dimension, now, source.chunk_id, self.root / name)
-                self._publish(dimension, name)
+        base = self._built_base(source, dimension, now)
         if old is not None:
             old.close()
         self.partitions[dimension] = Partition(base, ExactRows(dimension))
         self.builds += 1
+
+    def _built_base(self, source: RowSource, dimension: int, now: Mark) -> AnnRows:
+        """A new base of the dimension's rows up to `now`, published when the index has files."""
+        rows = (batch for _, batch in source.rows(0, now[0], dimension))
+        if self.root is None:
+            return build_ann(rows, dimension, now, source.chunk_id, None)
+        with self._locked():
+            name = f"d{dimension}-{now[0]}-{now[1]}-{uuid.uuid4().hex[:8]}"
+            base = build_ann(rows, dimension, now, source.chunk_id, self.root / name)
+            self._publish(dimension, name)
+        return base
+
+    def _rebuild_in_background(self, dimension: int) -> None:
+        running = self._rebuilding.get(dimension)
+        if running is not None and running.is_alive():
+            return
+        with self._rebuilt_lock:
+            if dimension in self._rebuilt:  # built, waiting for the next catch-up to swap it in
+                return
+        thread = threading.Thread(target=self._rebuild, args=(dimension,), name=f"sourcebook-index-d{dimension}", daemon=True)
+        self._rebuilding[dimension] = thread
+        thread.start()
+
+    def _rebuild(self, dimension: int) -> None:
+        """The rebuild thread: a base from the store's state when it starts, left for `_swap_in_rebuilt`."""
+        assert self._rebuild_source is not None
+        try:
+            with self._rebuild_source() as source:
+                base = self._built_base(source, dimension, source.mark())
+        except Exception:  # the old base and the delta keep serving; the next catch-up tries again
+            _log.exception("rebuilding the vector index of dimension %d failed", dimension)
+            return
+        with self._rebuilt_lock:
+            if not self._closed:
+                self._rebuilt[dimension] = base
+                return
+        base.close()
+
+    def _swap_in_rebuilt(self, source: RowSource) -> None:
+        """Put the bases rebuilt in the background in place (inside the caller's read transaction,
+        after catching up to it): each flags the chunks deleted after its mark, and the delta
+        keeps only the rows above that mark. One built from a snapshot newer than this one waits
+        for a later catch-up; one older than the base in place, or whose deletions the change log
+        no longer reaches, is dropped."""
+        with self._rebuilt_lock:
+            ready, self._rebuilt = self._rebuilt, {}
+        for dimension, base in ready.items():
+            if self.seen is not None and base.mark > self.seen:  # built from a newer snapshot than this search's
+                with self._rebuilt_lock:
+                    self._rebuilt.setdefault(dimension, base)
+                continue
+            partition = self.partitions.get(dimension)
+            deleted = source.deleted_since(base.mark)
+            current = None if partition is None else partition.base
+            if partition is None or deleted is None or (current is not None and current.mark >= base.mark):
+                base.close()
+                continue
+            base.kill(deleted)
+            partition.delta.drop_through(base.mark[0])
+            if current is not None:
+                current.close()
+            partition.base = base
+            self.builds += 1
 
     def _published(self) -> dict[str, str]:
         """The base directory of each dimension named by ``current.json`` ({} when none or unreadable)."""

@@ -89,6 +89,12 @@ class ExactRows:
             self._vectors, self._seqs, self._codes = self._vectors[keep], self._seqs[keep], self._codes[keep]
         return removed
 
+    def drop_through(self, seq: int) -> None:
+        """Drop the rows of chunks with seqs up to `seq` (a new base holds them now)."""
+        self._join()
+        keep = self._seqs > seq
+        self._vectors, self._seqs, self._codes = self._vectors[keep], self._seqs[keep], self._codes[keep]
+
     def search(self, query: np.ndarray, k: int, allowed: list[str] | None) -> ChunkScores:
         """The `k` best chunks among the rows (of allowed documents), a chunk scoring its best row."""
         self._join()

@@ -10,7 +10,9 @@ deletion log. The hits' ids are read from the file last, so a chunk it no longer
 never returned.
 
 The whole search runs under the store's lock: catching up mutates the index, and the
-approximate search is a few milliseconds.
+approximate search is a few milliseconds. A due rebuild of an approximate base runs on the
+index's own thread over a read-only connection of its own (`_rebuild_rows`), never inside a
+search.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -80,9 +83,23 @@ class SQLiteVectors(SharedSql):
     def _vector_index(self) -> TenantVectors:
         """This view's index; its files live beside the database, in ``<path>.indexes/<tenant>/``."""
         if self._index is None:
-            root = None if self.path == ":memory:" else Path(self.path + ".indexes") / self.tenant
-            self._index = TenantVectors(root, self.ann_min_rows)
+            if self.path == ":memory:":
+                self._index = TenantVectors(None, self.ann_min_rows)
+            else:
+                self._index = TenantVectors(Path(self.path + ".indexes") / self.tenant, self.ann_min_rows, self._rebuild_rows)
         return self._index
+
+    @contextmanager
+    def _rebuild_rows(self) -> Iterator[_SqliteRows]:
+        """The tenant's rows in one read snapshot on a connection of the rebuild thread's own, so
+        the store's connection (and its lock) stays free for searches and writes meanwhile."""
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("BEGIN")
+            yield _SqliteRows(conn, self.tenant)
+        finally:
+            conn.close()
 
 
 def window_blob(windows: np.ndarray) -> bytes | None:
