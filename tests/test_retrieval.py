@@ -65,6 +65,42 @@ def test_per_document_limits_chunks_of_one_document(example_kb):
     assert [h.rank for h in limited] == list(range(1, len(limited) + 1))
 
 
+def _first_per_document(hits, top_k: int, per_document: int) -> list[str]:
+    counts: dict[str, int] = {}
+    kept = []
+    for hit in hits:
+        if counts.get(hit.chunk.document_id, 0) < per_document:
+            counts[hit.chunk.document_id] = counts.get(hit.chunk.document_id, 0) + 1
+            kept.append(hit.chunk.id)
+    return kept[:top_k]
+
+
+@pytest.mark.parametrize("per_document", [1, 2])
+def test_per_document_hits_fetch_only_the_rows_they_return(example_kb, monkeypatch, per_document):
+    """The hits kept per document are chosen from the chunk ids, so a search fetches top_k chunk
+    rows rather than every row ranked above its last hit; the hits are those of the general path."""
+    store = example_kb._store
+    real = store.get_chunks
+    fetched: list[int] = []
+    monkeypatch.setattr(store, "get_chunks", lambda ids: fetched.append(len(ids)) or real(ids))
+    everything = example_kb.search("leave policy", top_k=200, per_document=0)
+    fetched.clear()
+    hits = example_kb.search("leave policy", top_k=5, per_document=per_document)
+    assert [hit.chunk.id for hit in hits] == _first_per_document(everything, 5, per_document)
+    assert fetched == [5]
+
+
+def test_a_picked_chunk_gone_before_the_fetch_falls_back_to_the_general_path(example_kb, monkeypatch):
+    everything = example_kb.search("leave policy", top_k=200, per_document=0)
+    gone = _first_per_document(everything, 5, 1)[1]
+    store = example_kb._store
+    real = store.get_chunks
+    monkeypatch.setattr(store, "get_chunks", lambda ids: {k: v for k, v in real(ids).items() if k != gone})
+    hits = example_kb.search("leave policy", top_k=5, per_document=1)
+    expected = _first_per_document([h for h in everything if h.chunk.id != gone], 5, 1)
+    assert [hit.chunk.id for hit in hits] == expected
+
+
 def test_hybrid_finds_what_each_retriever_finds_alone(example_kb):
     """An exact code only keyword search can match, and a paraphrase only vectors match."""
     exact = example_kb.search("harbor-db-replica-2", mode="hybrid", top_k=3)

@@ -74,6 +74,12 @@ def chunk_id(document_id: str, position: int) -> str:
     return f"{document_id}#{position}"
 
 
+def document_of(chunk_id: str) -> str:
+    """The document id in a chunk id made by `chunk_id` (a store with ids of its own shape is
+    still right: the retriever checks it against the fetched chunk before relying on it)."""
+    return chunk_id.rpartition("#")[0]
+
+
 def section(heading_path: tuple[str, ...]) -> str:
     return " > ".join(heading_path)
 
