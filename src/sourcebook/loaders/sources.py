@@ -179,6 +179,20 @@ def _walk(top: str, include: Sequence[str], exclude: Sequence[str]) -> list[str]
     return [os.path.join(top, *parts) for parts in sorted(found)]
 
 
+def excluded_path(top: str, path: str, exclude: Sequence[str]) -> bool:
+    """Whether `path` is outside the folder `top` or excluded in it (in an excluded folder too):
+    what a folder watcher never looks at, as `_walk` never enters it."""
+    relative = os.path.relpath(path, top).replace(os.sep, "/")
+    return relative in (".", "..") or relative.startswith("../") or _excluded(relative, exclude, is_dir=False)
+
+
+def wanted_file(top: str, path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether expanding the folder `top` would take the file `path` under it (`_walk`'s test,
+    for one path): a folder watcher asks this of each changed file."""
+    relative = os.path.relpath(path, top).replace(os.sep, "/")
+    return not excluded_path(top, path, exclude) and _matches(os.path.basename(path), relative, include)
+
+
 def _fnmatch(name: str, pattern: str) -> bool:
     """Case-insensitive everywhere, so '*.md' also takes README.MD on Linux."""
     return fnmatch.fnmatchcase(name.lower(), pattern.lower())
