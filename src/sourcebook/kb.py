@@ -50,6 +50,7 @@ from .models import (
     Summary,
     checked_metadata,
 )
+from .refresh import refresh_urls
 from .related import related_documents, related_to_chunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -169,6 +170,11 @@ class KnowledgeBase:
             self._store.delete_document(record.id)
             results.append(IngestResult(record.source, "removed", record.id, None, 0, 0))
         return results
+
+    def refresh(self, collection: str | None = None) -> list[IngestResult]:
+        """Fetch the URL documents (of `collection`, else all) again with a conditional GET and
+        ingest the ones whose content changed (refresh.py); the others are "unchanged"."""
+        return refresh_urls(self._store, self._parts.ingestor, self.settings, collection)
 
     def move(self, document: str, path: str | Path, collection: str | None = None) -> DocumentRecord:
         """The document (id or source) as now read from `path`, where its file was moved or

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from .errors import SourcebookError
+from .errors import SourceNotFoundError, SourcebookError
 from .ingest import normalize_source
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
 from .loaders import excluded_path, expand_sources, supported_extensions, wanted_file
@@ -76,6 +76,9 @@ class FolderWatcher:
     ) -> None:
         self.kb = kb
         self.root = normalize_source(directory)
+        if not os.path.isdir(self.root):
+            reason = "is not a folder" if os.path.exists(self.root) else "folder not found"
+            raise SourceNotFoundError(directory, f"{reason}: only a folder can be watched")
         self.collection = collection
         self.report = report or (lambda change: logger.info("%s", change.line()))
         self.ready = threading.Event()

@@ -28,7 +28,7 @@ _PACKAGE_MEDIA_TYPE = re.compile(rb"[\w.+-]+/[\w.+-]*")
 
 # --- reading -------------------------------------------------------------------------
 
-READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type"})
+READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type", "etag", "last_modified"})
 """Metadata keys reading a file or fetching a URL records (`_read_file`, url.fetch_url): what
 a new read refreshes, unlike the loader's or the user's."""
 
