@@ -204,20 +204,26 @@ def _cause(result: IngestResult) -> str | None:
     return result.error[len(prefix):] if result.error and result.error.startswith(prefix) else result.error
 
 
-def start_watchers(kb: KnowledgeBase, folders: Iterable[tuple[str, str]]) -> Callable[[], None]:
-    """Watch each (folder, collection) in a daemon thread of its own; returns what stops them
-    all (and waits for them: a batch being applied finishes first)."""
-    stop = threading.Event()
-    threads = []
-    for directory, collection in folders:
-        watcher = FolderWatcher(kb, directory, collection)
-        thread = threading.Thread(target=watcher.run, args=(stop,), name=f"sourcebook-watch-{collection}", daemon=True)
-        thread.start()
-        threads.append(thread)
+class Watchers:
+    """Folder watchers each in a daemon thread of its own (the server's `watch` setting)."""
 
-    def stop_all() -> None:
-        stop.set()
-        for thread in threads:
+    def __init__(self, watchers: Iterable[FolderWatcher]) -> None:
+        self.watchers = list(watchers)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for watcher in self.watchers:
+            logger.info("watching %s into collection %s", watcher.root, watcher.collection)
+            thread = threading.Thread(
+                target=watcher.run, args=(self._stop,), name=f"sourcebook-watch-{watcher.collection}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Stop every watch and wait for it: a batch being applied is finished first."""
+        self._stop.set()
+        for thread in self._threads:
             thread.join()
-
-    return stop_all
+        self._threads.clear()
