@@ -224,14 +224,15 @@ def show(
         chunks = kb.chunks(record.id)
     if as_json:
         emit_json({"document": record.to_dict(), "chunks": [
-            {"chunk_id": c.id, "position": c.position, "heading_path": list(c.heading_path), "page": c.page, "text": c.text}
+            {"chunk_id": c.id, "position": c.position, "heading_path": list(c.heading_path), "page": c.page,
+             "location": c.location, "text": c.text}
             for c in chunks
         ]})
         return
     for key, value in record.to_dict().items():
         out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
     for c in chunks:
-        out.rule(f"{c.id}  {' > '.join(c.heading_path)}{f'  p. {c.page}' if c.page else ''}")
+        out.rule(f"{c.id}  {c.location}")
         out.print(c.text, highlight=False)
 
 

@@ -122,6 +122,7 @@ class Chunk(BaseModel):
     position: int
     heading_path: list[str]
     page: int | None
+    location: str = Field("", description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path')
     text: str
 
 
@@ -174,6 +175,7 @@ class Hit(BaseModel):
     text: str
     heading_path: list[str]
     page: int | None
+    location: str = Field("", description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path')
     collection: str
     position: int
     retrievers: dict[str, RetrieverScore]
@@ -204,6 +206,7 @@ class Citation(BaseModel):
     title: str
     heading_path: list[str]
     page: int | None
+    location: str = Field("", description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path')
     supported: bool | None
 
 
