@@ -135,15 +135,22 @@ def test_changes_made_while_no_watcher_ran_are_caught_up_at_start(kb: KnowledgeB
     (folder / "kept.md").write_text("Kept as it was.\n")
     (folder / "edited.md").write_text("The first text.\n")
     (folder / "deleted.md").write_text("Soon gone.\n")
+    (folder / "moved.md").write_text("Moved while the watcher was down.\n")
     kb.add(str(folder), "notes")
+    moved_id = kb.document(str(folder / "moved.md")).id
     (folder / "edited.md").write_text("The second text.\n")
     (folder / "deleted.md").unlink()
     (folder / "new.md").write_text("Written while the watcher was down.\n")
+    (folder / "moved.md").rename(folder / "arrived.md")
 
     with watching(kb, folder) as changes:
         caught_up = sorted(c.line() for c in changes)
-    assert caught_up == ["added new.md (1 chunks)", "removed deleted.md", "updated edited.md (1 chunks, 1 embedded)"]
-    assert set(sources(kb)) == {"kept.md", "edited.md", "new.md"}
+    assert caught_up == [
+        "added new.md (1 chunks)", "removed deleted.md", "renamed moved.md -> arrived.md",
+        "updated edited.md (1 chunks, 1 embedded)",
+    ]
+    assert set(sources(kb)) == {"kept.md", "edited.md", "new.md", "arrived.md"}
+    assert kb.document(str(folder / "arrived.md")).id == moved_id
 
 
 @pytest.mark.parametrize("name", ["a.md", "sub/a.md"])

@@ -110,8 +110,13 @@ class FolderWatcher:
             self.report(change)
 
     def catch_up(self) -> list[FolderChange]:
-        """Sync the whole folder (`KnowledgeBase.sync`): what changed while nobody watched."""
-        return self._changes(self.kb.sync(self.root, self.collection))
+        """Sync the whole folder (`KnowledgeBase.sync`): what changed while nobody watched. Files
+        moved meanwhile are moved first, so they keep their documents as under a running watch."""
+        stored = self._stored()
+        gone = {path: record for path, record in stored.items() if not os.path.exists(path)}
+        found = expand_sources([self.root], self.kb.settings.include, self.kb.settings.exclude) if gone else []
+        changes = self._moves({normalize_source(p): None for p in found if self._wanted(p)}, gone, stored)
+        return changes + self._changes(self.kb.sync(self.root, self.collection))
 
     def apply(self, paths: Iterable[str]) -> list[FolderChange]:
         """Bring the collection in line with `paths` as they are now: files to add or update,
