@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from .errors import SourceNotFoundError, SourcebookError
+from .errors import LoaderError, SourceNotFoundError, SourcebookError
 from .ingest import normalize_source
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
 from .loaders import excluded_path, expand_sources, supported_extensions, wanted_file
@@ -92,12 +92,15 @@ class FolderWatcher:
             self.root, watch_filter=self._relevant, step=int(SETTLE_SECONDS * 1000), debounce=int(MAX_WAIT_SECONDS * 1000),
             stop_event=stop, rust_timeout=int(_POLL_SECONDS * 1000), yield_on_timeout=True, raise_interrupt=False,
         )
-        for batch in batches:  # the first batch (or wake) comes once the watch is live
-            if not self.ready.is_set():
-                self._guarded(self.catch_up)
-                self.ready.set()
-            if batch:
-                self._guarded(lambda: self.apply(path for _, path in batch))
+        try:
+            for batch in batches:  # the first batch (or wake) comes once the watch is live
+                if not self.ready.is_set():
+                    self._guarded(self.catch_up)
+                    self.ready.set()
+                if batch:
+                    self._guarded(lambda: self.apply(path for _, path in batch))
+        except OSError as exc:  # the watch itself failed: the system's limit on watches reached, say
+            raise LoaderError(self.root, f"cannot watch the folder: {exc}") from exc
 
     def _guarded(self, step: Callable[[], list[FolderChange]]) -> None:
         """Report what `step` changed; an error that stopped the whole step (the database
@@ -135,7 +138,10 @@ class FolderWatcher:
                 gone[path] = stored[path]
             else:  # a vanished folder: every document below it
                 below = path + os.sep
-                gone.update((known, r) for known, r in stored.items() if known.startswith(below) and not os.path.exists(known))
+                gone.update(
+                    (known, record) for known, record in stored.items()
+                    if known.startswith(below) and not os.path.exists(known)
+                )
         changes = self._moves(present, gone, stored)
         if present:
             changes += self._changes(self.kb.add(list(present), self.collection))
@@ -148,7 +154,9 @@ class FolderWatcher:
                 changes.append(FolderChange("removed", self._relative(path)))
         return changes
 
-    def _moves(self, present: dict[str, None], gone: dict[str, DocumentRecord], stored: dict[str, DocumentRecord]) -> list[FolderChange]:
+    def _moves(
+        self, present: dict[str, None], gone: dict[str, DocumentRecord], stored: dict[str, DocumentRecord]
+    ) -> list[FolderChange]:
         """Move each vanished document to a new file holding exactly its stored content (taking
         both out of `present` and `gone`). The stored size picks candidates; `KnowledgeBase.move`
         checks the content hash and refuses other content."""
@@ -221,10 +229,16 @@ class Watchers:
         for watcher in self.watchers:
             logger.info("watching %s into collection %s", watcher.root, watcher.collection)
             thread = threading.Thread(
-                target=watcher.run, args=(self._stop,), name=f"sourcebook-watch-{watcher.collection}", daemon=True
+                target=self._watch, args=(watcher,), name=f"sourcebook-watch-{watcher.collection}", daemon=True
             )
             thread.start()
             self._threads.append(thread)
+
+    def _watch(self, watcher: FolderWatcher) -> None:
+        try:
+            watcher.run(self._stop)
+        except SourcebookError as exc:  # the server goes on; its log says this folder is no longer watched
+            logger.error("stopped watching %s: %s", watcher.root, exc)
 
     def stop(self) -> None:
         """Stop every watch and wait for it: a batch being applied is finished first."""

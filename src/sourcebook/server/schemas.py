@@ -117,12 +117,18 @@ class UrlAdd(Strict):
     metadata: JsonMetadata = Field(default_factory=dict)
 
 
+Location = Annotated[str, Field(
+    description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path'
+)]
+"""A passage's place (`locations.location`): what a citation names."""
+
+
 class Chunk(BaseModel):
     chunk_id: str
     position: int
     heading_path: list[str]
     page: int | None
-    location: str = Field("", description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path')
+    location: Location = ""
     text: str
 
 
@@ -175,7 +181,7 @@ class Hit(BaseModel):
     text: str
     heading_path: list[str]
     page: int | None
-    location: str = Field("", description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path')
+    location: Location = ""
     collection: str
     position: int
     retrievers: dict[str, RetrieverScore]
@@ -206,7 +212,7 @@ class Citation(BaseModel):
     title: str
     heading_path: list[str]
     page: int | None
-    location: str = Field("", description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path')
+    location: Location = ""
     supported: bool | None
 
 
