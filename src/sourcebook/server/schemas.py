@@ -382,6 +382,7 @@ class Passage(BaseModel):
     title: str
     heading_path: list[str]
     page: int | None
+    location: Location = ""
     text: str
 
 
