@@ -4,7 +4,11 @@ started after changes catches up."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -166,3 +170,24 @@ def test_files_outside_the_patterns_are_not_taken(kb: KnowledgeBase, tmp_path: P
     changes = watcher.apply(str(p) for p in folder.rglob("*"))
 
     assert [c.path for c in changes] == [name.replace("/", os.sep)]
+
+
+def test_the_watch_command_prints_json_lines_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    """`sourcebook watch --json` as a real process: a JSON line per change, Ctrl-C (SIGINT) exits 0."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "first.md").write_text("Caught up at start.\n")
+    command = [str(Path(sys.executable).with_name("sourcebook")), "--db", str(tmp_path / "kb.db"), "watch", str(folder), "--json"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first = json.loads(process.stdout.readline())
+        (folder / "second.md").write_text("Written while watched.\n")
+        second = json.loads(process.stdout.readline())
+        process.send_signal(signal.SIGINT)
+        assert process.wait(20) == 0
+    finally:
+        process.kill()
+    assert (first["action"], first["path"], first["chunks"]) == ("added", "first.md", 1)
+    assert (second["action"], second["path"]) == ("added", "second.md")
+    assert process.stderr is not None and "Traceback" not in process.stderr.read()
