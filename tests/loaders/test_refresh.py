@@ -4,6 +4,10 @@ that answers conditional GETs, with a real SQLite knowledge base and the real mo
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,3 +146,22 @@ def test_the_refresh_command(tmp_path: Path, http_server: LocalServer) -> None:
     assert human.stdout.strip() == "1 unchanged; 0 chunks embedded"
     bad = runner.invoke(app, ["--db", db, "refresh", "--every", "soon"], env=env)
     assert bad.exit_code == 2 and "no interval" in bad.output
+
+
+def test_refresh_every_interval_until_ctrl_c(tmp_path: Path, http_server: LocalServer) -> None:
+    url = serve(http_server, page(), ETag='"v1"')
+    db = str(tmp_path / "kb.db")
+    with KnowledgeBase.open(db, allow_private_urls=True) as kb:
+        kb.add(url)
+    command = [str(Path(sys.executable).with_name("sourcebook")), "--db", db, "refresh", "--every", "0.2s", "--json"]
+    env = {**os.environ, "SOURCEBOOK_ALLOW_PRIVATE_URLS": "true"}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stdout is not None
+        rounds = [json.loads(process.stdout.readline()) for _ in range(2)]
+        process.send_signal(signal.SIGINT)
+        assert process.wait(20) == 0
+    finally:
+        process.kill()
+    assert [r["summary"] for r in rounds] == [{"unchanged": 1}, {"unchanged": 1}]
+    assert [h.get("If-None-Match") for h in http_server.request_headers[-2:]] == ['"v1"', '"v1"']
