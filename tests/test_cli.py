@@ -7,6 +7,7 @@ installed `sourcebook` executable to check the database-path resolution for real
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -42,7 +43,7 @@ def db(tmp_path_factory, example_docs) -> str:
     return path
 
 
-HIT_KEYS = {"rank": int, "score": float, "document_id": str, "source": str, "title": str, "chunk_id": str, "text": str, "heading_path": list}
+HIT_KEYS = {"rank": int, "score": float, "document_id": str, "source": str, "title": str, "chunk_id": str, "text": str, "heading_path": list, "location": str}
 
 
 def check_hit(hit: dict) -> None:
@@ -100,6 +101,8 @@ def test_ask_abstains_on_unrelated_question(db):
 def test_ask_human_output_lists_numbered_sources(db):
     output = run("--db", db, "ask", "What is the per diem for meals on UK business trips?")
     assert "[1]" in output and "Sources" in output and "travel-policy.pdf" in output
+    # each source names its place: the PDF's page
+    assert re.search(r"^\[\d\] Northwind Labs Travel and Expenses Policy · .*page \d — .*travel-policy\.pdf$", output, re.M)
 
 
 def test_list_show_status_and_remove(db, tmp_path):

@@ -30,8 +30,11 @@ import numpy as np
 
 from .chunking import chunk_document
 from .embedders.base import Embedder, SpanEmbedder, Window, span_embedder
-from .errors import DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError
+from .errors import (
+    DocumentNotFoundError, IngestTimeoutError, LoaderError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
+)
 from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
+from .loaders.text import title_from_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
 from .owners import this_process
 from .profiling import stage
@@ -102,6 +105,26 @@ def existing_document(store: DocumentStore, collection: str, source: str) -> tup
     doc_id = document_id(collection, source, store.tenant)
     existing = store.get_document(doc_id) or store.find_document(collection, source)
     return (existing.id if existing else doc_id), existing
+
+
+def move_document(store: DocumentStore, record: DocumentRecord, raw: RawSource) -> None:
+    """Point `record` at the file `raw` was read from, keeping its chunks and vectors: a moved
+    or renamed file is the same document under a new path, so nothing is parsed or embedded
+    again. Only for a file holding what was stored (LoaderError otherwise: add it instead); a
+    document stored at the new path is replaced, as the move replaced its file. A title that was
+    the old file's name follows the new name (the chunks' prefixes keep the old one until the
+    file changes and is chunked again)."""
+    source = normalize_source(raw.source)
+    if record.status != DocumentStatus.READY or record.content_hash != raw.fingerprint:
+        raise LoaderError(source, f"holds other content than {record.source} as stored; add it instead of moving it")
+    displaced = store.find_document(record.collection, source)
+    if displaced is not None and displaced.id != record.id:
+        store.delete_document(displaced.id)
+    title = title_from_source(source) if record.title == title_from_source(record.source) else record.title
+    store.upsert_document(
+        record.id, collection=record.collection, source=source, title=title, media_type=record.media_type,
+        metadata={**record.metadata, **raw.metadata}, status=DocumentStatus.READY,
+    )
 
 
 def load_items(sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None) -> Iterator[_Item]:

@@ -35,9 +35,9 @@ from .graph.export import FORMATS as GRAPH_FORMATS
 from .graph.export import graph_graphml, graph_json
 from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
-from .ingest import ProgressHandler, document_id, normalize_source, source_readable
+from .ingest import ProgressHandler, document_id, move_document, normalize_source, source_readable
 from .jobs import IngestionRunner
-from .loaders import READER_METADATA, RawSource
+from .loaders import READER_METADATA, RawSource, read_source
 from .models import (
     Answer,
     DocumentRecord,
@@ -50,6 +50,7 @@ from .models import (
     Summary,
     checked_metadata,
 )
+from .refresh import refresh_urls
 from .related import related_documents, related_to_chunk
 from .retrieval import Retriever, SearchOptions
 from .settings import AnswerMode, RetrievalMode, Settings
@@ -169,6 +170,19 @@ class KnowledgeBase:
             self._store.delete_document(record.id)
             results.append(IngestResult(record.source, "removed", record.id, None, 0, 0))
         return results
+
+    def refresh(self, collection: str | None = None) -> list[IngestResult]:
+        """Fetch the URL documents (of `collection`, else all) again with a conditional GET and
+        ingest the ones whose content changed (refresh.py); the others are "unchanged"."""
+        return refresh_urls(self._store, self._parts.ingestor, self.settings, collection)
+
+    def move(self, document: str, path: str | Path, collection: str | None = None) -> DocumentRecord:
+        """The document (id or source) as now read from `path`, where its file was moved or
+        renamed: its chunks and vectors are kept and nothing is embedded again. The file must hold
+        what was stored (LoaderError otherwise); see `ingest.move_document`."""
+        record = self.document(document, collection)
+        move_document(self._store, record, read_source(normalize_source(str(path)), self.settings))
+        return self.document(record.id)
 
     def repair(self) -> list[IngestResult]:
         """Finish what interrupted ingestions left (documents whose ingesting process ended,

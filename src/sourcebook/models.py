@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from .errors import InvalidMetadataError
+from .locations import location
 
 BlockKind = Literal["heading", "paragraph", "list", "table", "code"]
 
@@ -133,6 +134,11 @@ class StoredChunk:
     page: int | None
     prefix: str
 
+    @property
+    def location(self) -> str:
+        """Where in its document it is: "page 3", "slide 2", "sheet Sales, rows 2-40", a heading path."""
+        return location(self.source, self.title, self.heading_path, self.page)
+
 
 @dataclass(frozen=True)
 class SearchFilter:
@@ -195,6 +201,7 @@ class Hit:
             "text": c.text,
             "heading_path": list(c.heading_path),
             "page": c.page,
+            "location": c.location,
             "collection": c.collection,
             "position": c.position,
             "retrievers": {
@@ -222,10 +229,22 @@ class Citation:
     supported: bool | None = None
     """The citation check's verdict on this quote; None where nothing was checked (verbatim extractive quotes)."""
 
+    @property
+    def location(self) -> str:
+        """Where in its document the quote is (see `locations.location`)."""
+        return location(self.source, self.title, self.heading_path, self.page)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["heading_path"] = list(self.heading_path)
+        data["location"] = self.location
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Citation:
+        """A citation read back from `to_dict`'s output (a stored answer or summary)."""
+        fields = {key: value for key, value in data.items() if key != "location"}  # derived, not stored
+        return cls(**{**fields, "heading_path": tuple(data["heading_path"])})
 
 
 SentenceStatus = Literal["supported", "unsupported", "uncited"]
@@ -364,7 +383,7 @@ class Summary:
         check = data["citation_check"]
         return cls(
             data["document_id"], data["source"], data["title"], data["collection"], data["summary"],
-            tuple(Citation(**{**c, "heading_path": tuple(c["heading_path"])}) for c in data["citations"]),
+            tuple(Citation.from_dict(c) for c in data["citations"]),
             data["summarizer"],
             None if check is None else CitationCheck(
                 check["verdict"], check["supported_ratio"], tuple(check["removed_citations"]),

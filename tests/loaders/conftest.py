@@ -75,6 +75,7 @@ class LocalServer:
     port: int
     routes: dict[str, Route] = field(default_factory=dict)
     requested: list[str] = field(default_factory=list)
+    request_headers: list[dict[str, str]] = field(default_factory=list)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -85,11 +86,21 @@ class LocalServer:
         return self.url(path)
 
 
+def _not_modified(served: dict[str, str], asked: Any) -> bool:
+    """A conditional GET's answer, as a server keeping validators gives it: 304 when the
+    request's If-None-Match or If-Modified-Since names what the route serves."""
+    etag, modified = served.get("ETag"), served.get("Last-Modified")
+    return bool(etag and asked.get("If-None-Match") == etag) or bool(modified and asked.get("If-Modified-Since") == modified)
+
+
 def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             server.requested.append(self.path)
             route = server.routes.get(self.path, Route(404, b"not found"))
+            server.request_headers.append(dict(self.headers))
+            if route.status == 200 and _not_modified(route.headers, self.headers):
+                route = Route(304, b"", route.headers, send_length=False)
             if route.delay:
                 threading.Event().wait(route.delay)
             self.send_response(route.status)

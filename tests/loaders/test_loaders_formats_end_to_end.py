@@ -43,11 +43,15 @@ def test_a_folder_of_every_format_is_added_and_searchable_with_citations(tmp_pat
     assert (Path(slide.source).name, slide.page, slide.heading_path) == (
         "review.pptx", 1, ("Slide 1: Results", "Speaker notes"),
     )
+    assert slide.location == "slide 1: Results › Speaker notes"
     row = kb.search("Person 50", mode="keyword", top_k=1)[0].chunk
     sheet, rows = row.heading_path
     first, last = (int(n) for n in rows.removeprefix("Rows ").split("-"))
     assert (Path(row.source).name, sheet, row.page) == ("staff.xlsx", "Staff", None)
     assert first <= 52 <= last  # Person 50 is on sheet row 52 (header row 1, Person 0 row 2)
+    assert row.location == f"sheet Staff, rows {first}-{last}"
+    cities = kb.search("population of Nantes", mode="keyword", top_k=1)[0].chunk
+    assert (Path(cities.source).name, cities.location) == ("cities.csv", "rows 2-3")
     assert f"{rows}\n\n| Name | Team | Started | Hours |\n| --- |" in row.text  # the header, repeated
     holiday = kb.search("how many days of paid holiday", top_k=1)[0].chunk
     assert Path(holiday.source).name == "handbook.docx"

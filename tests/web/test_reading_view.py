@@ -76,3 +76,14 @@ def test_summary_and_related_beside_a_document_and_under_an_answer(page: Any, se
     page.locator(".turn-answer .suggestions button").first.click()
     page.wait_for_selector("#passage[open] .chunk.cited")
     assert page.locator("#passage-title").inner_text() == suggested[0]
+
+    # A PDF's passage names its page: a hit of the travel policy opens on "page 2".
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#passage:not([open])", state="attached")
+    page.click("#tab-search")
+    page.fill("#search-query", "hotel nightly limit in London")
+    page.keyboard.press("Enter")
+    page.locator(".hit button", has_text="Travel and Expenses Policy").first.click()
+    page.wait_for_selector("#passage[open] .chunk.cited")
+    assert page.locator("#passage-meta").inner_text().endswith("3. Accommodation · page 2")
+    assert "3. Accommodation · page 2" in page.locator("#passage-body .section").all_inner_texts()

@@ -1,7 +1,9 @@
-"""The documents commands: add, sync, list, show, remove, status."""
+"""The documents commands: add, sync, watch, refresh, list, show, remove, status."""
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -12,6 +14,7 @@ from rich.table import Column, Table
 from ..kb import DEFAULT_COLLECTION
 from ..models import DocumentStatus, IngestResult
 from ..profiling import Profile, profiled
+from ..watching import FolderChange, FolderWatcher
 from ._common import CollectionOpt, JsonOpt, emit_json, err, examples, ingest_progress, open_kb, out, parse_meta
 from .graph import build_after_add, print_build
 
@@ -20,6 +23,13 @@ commands = typer.Typer()
 
 
 def _report_ingest(results: list[IngestResult], as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    """Print the results (see `_print_ingest`); exit 1 when any failed."""
+    if _print_ingest(results, as_json, extra):
+        raise typer.Exit(1)
+
+
+def _print_ingest(results: list[IngestResult], as_json: bool, extra: dict[str, Any] | None = None) -> bool:
+    """Each failure on stderr and a summary line (or one JSON document); True when any failed."""
     counts: dict[str, int] = {}
     for r in results:
         counts[r.action] = counts.get(r.action, 0) + 1
@@ -32,8 +42,7 @@ def _report_ingest(results: list[IngestResult], as_json: bool, extra: dict[str, 
         summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "nothing to do"
         embedded = sum(r.embedded for r in results)
         out.print(f"{summary}; {embedded} chunks embedded")
-    if counts.get("failed"):
-        raise typer.Exit(1)
+    return bool(counts.get("failed"))
 
 
 @commands.command(rich_help_panel=PANEL, epilog=examples(
@@ -106,6 +115,78 @@ def sync(
     _report_ingest(results, as_json)
 
 
+@commands.command(rich_help_panel=PANEL, epilog=examples(
+    "sourcebook watch docs/", "sourcebook watch handbook/ -c people --json",
+))
+def watch(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder to keep in sync.")],
+    collection: CollectionOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each change as one JSON line on stdout.")] = False,
+) -> None:
+    """Sync DIRECTORY, then keep the collection in sync as its files change (one line per change) until Ctrl-C."""
+    def report(change: FolderChange) -> None:
+        if as_json:
+            emit_json(change.to_dict())
+            sys.stdout.flush()
+        else:
+            (err if change.action == "failed" else out).print(change.line(), highlight=False, markup=False)
+
+    with open_kb(ctx, must_exist=False) as kb:
+        watcher = FolderWatcher(kb, str(directory), collection or DEFAULT_COLLECTION, report)
+        if not as_json:
+            err.print(f"watching {watcher.root} (collection {watcher.collection}); Ctrl-C stops", highlight=False)
+        logging.getLogger("watchfiles").setLevel(logging.ERROR)  # its own "stopping" notice: ours follows
+        try:
+            watcher.run()
+        except KeyboardInterrupt:  # during a batch; watchfiles ends quietly on one between batches
+            pass
+    if not as_json:
+        err.print("stopped", highlight=False)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _interval(text: str | None) -> float | None:
+    """"90s", "15m", "1h", "1d" (or bare seconds) as seconds; None stays None (run once)."""
+    if text is None:
+        return None
+    number, unit = (text[:-1], text[-1].lower()) if text[-1:].lower() in _UNITS else (text, "s")
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is no interval: use a number with s, m, h or d, e.g. 1h") from None
+    if not seconds > 0:
+        raise typer.BadParameter(f"{text!r}: the interval must be positive")
+    return seconds
+
+
+@commands.command(rich_help_panel=PANEL, epilog=examples(
+    "sourcebook refresh", "sourcebook refresh --every 1h --json", "sourcebook refresh -c web",
+))
+def refresh(
+    ctx: typer.Context,
+    collection: CollectionOpt = None,
+    every: Annotated[Optional[float], typer.Option(
+        "--every", parser=_interval, metavar="INTERVAL", help="refresh again after each INTERVAL (e.g. 30m, 1h, 1d) until Ctrl-C",
+    )] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document per refresh on stdout.")] = False,
+) -> None:
+    """Fetch URL documents again (conditional GET) and re-ingest the ones whose content changed."""
+    with open_kb(ctx, must_exist=True) as kb:
+        if every is None:
+            _report_ingest(kb.refresh(collection), as_json)
+            return
+        try:
+            while True:
+                _print_ingest(kb.refresh(collection), as_json)
+                sys.stdout.flush()
+                time.sleep(every)
+        except KeyboardInterrupt:
+            pass
+
+
 @commands.command("list", rich_help_panel=PANEL, epilog=examples("sourcebook list", "sourcebook list --status error --json"))
 def list_documents(
     ctx: typer.Context,
@@ -143,14 +224,15 @@ def show(
         chunks = kb.chunks(record.id)
     if as_json:
         emit_json({"document": record.to_dict(), "chunks": [
-            {"chunk_id": c.id, "position": c.position, "heading_path": list(c.heading_path), "page": c.page, "text": c.text}
+            {"chunk_id": c.id, "position": c.position, "heading_path": list(c.heading_path), "page": c.page,
+             "location": c.location, "text": c.text}
             for c in chunks
         ]})
         return
     for key, value in record.to_dict().items():
         out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
     for c in chunks:
-        out.rule(f"{c.id}  {' > '.join(c.heading_path)}{f'  p. {c.page}' if c.page else ''}")
+        out.rule(f"{c.id}  {c.location}")
         out.print(c.text, highlight=False)
 
 

@@ -14,8 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..answering.llm import AnswerStream
-from ..chunking import make_prefix
 from ..errors import SourcebookError
+from ..locations import cited_as
 from ..models import Answer, Hit
 from ..settings import AnswerMode
 from ._common import CollectionOpt, JsonOpt, emit_json, err, examples, open_kb, out, parse_meta, print_error
@@ -44,10 +44,9 @@ def _hits_table(hits: list[Hit]) -> Table:
     table = Table("#", "score", "title / section", "text", show_lines=True)
     for hit in hits:
         c = hit.chunk
-        where = make_prefix(c.title, c.heading_path)
-        page = f" (p. {c.page})" if c.page else ""
         text = c.text if len(c.text) <= 300 else c.text[:300] + "…"
-        table.add_row(str(hit.rank), f"{hit.score:.4f}", f"{where}{page}\n[dim]{c.source}[/dim]", text)
+        where = f"{escape(cited_as(c.title, c.location))}\n[dim]{escape(c.source)}[/dim]"
+        table.add_row(str(hit.rank), f"{hit.score:.4f}", where, text)
     return table
 
 
@@ -116,8 +115,7 @@ def _render_answer(answer: Answer, streamed: str | None = None) -> None:
             if c.n in seen:
                 continue
             seen.add(c.n)
-            page = f", p. {c.page}" if c.page else ""
-            line = f"[{c.n}] {make_prefix(c.title, c.heading_path)}{page} — {c.source}"
+            line = f"[{c.n}] {cited_as(c.title, c.location)} — {c.source}"
             out.print(line, highlight=False, markup=False)
     if check is not None:
         out.print(f"\n[dim]citation check: {check.verdict.replace('_', ' ')}[/dim]")

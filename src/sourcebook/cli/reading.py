@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..answering.summaries import DEFAULT_SENTENCES
-from ..chunking import make_prefix
+from ..locations import cited_as
 from ..models import RelatedDocument, Summary
 from ._common import CollectionOpt, JsonOpt, emit_json, examples, open_kb, out
 from .query import PANEL, LlmOpt
@@ -25,8 +25,7 @@ def print_summary(summary: Summary) -> None:
         out.print("\n[bold]Sources[/bold]")
         for n in dict.fromkeys(c.n for c in summary.citations):
             c = next(c for c in summary.citations if c.n == n)
-            page = f", p. {c.page}" if c.page else ""
-            out.print(f"[{n}] {make_prefix(c.title, c.heading_path)}{page} — {c.source}", highlight=False, markup=False)
+            out.print(f"[{n}] {cited_as(c.title, c.location)} — {c.source}", highlight=False, markup=False)
     check = summary.citation_check
     if check is not None:
         for sentence in check.sentences:

@@ -41,6 +41,7 @@ def _is_loopback(host: str) -> bool:
 @commands.command(rich_help_panel=PANEL, epilog=examples(
     "sourcebook --db kb.db serve --port 8000",
     "sourcebook serve --no-auth --cors-origin http://localhost:5173",
+    "sourcebook serve --watch docs/ --watch handbook/:people",
 ))
 def serve(
     ctx: typer.Context,
@@ -54,6 +55,9 @@ def serve(
         Optional[list[str]], typer.Option("--cors-origin", help="Browser origin allowed to call the API (repeat).")
     ] = None,
     log_json: Annotated[bool, typer.Option("--log-json/--log-text", help="JSON log lines (default) or plain text.")] = True,
+    watch: Annotated[Optional[list[str]], typer.Option(
+        "--watch", metavar="DIR[:COLLECTION]", help="Folder to keep in sync while serving (repeat; see `sourcebook watch`).",
+    )] = None,
 ) -> None:
     """Serve the knowledge base over HTTP: the /v1 API, /healthz, /metrics, /openapi.json."""
     require_extra("`sourcebook serve`", "server")
@@ -71,6 +75,8 @@ def serve(
         overrides["auth"] = False
     if cors_origin:
         overrides["cors_origins"] = cors_origin
+    if watch:
+        overrides["watch"] = watch
     settings = load_settings(ServerSettings, overrides)
     configure_logging(settings.log_json)
     with open_kb(ctx, must_exist=False) as kb:

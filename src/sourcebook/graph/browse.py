@@ -43,7 +43,7 @@ class EntityView:
 
 def passage_dict(chunk: StoredChunk) -> dict[str, Any]:
     return {"chunk_id": chunk.id, "document_id": chunk.document_id, "source": chunk.source, "title": chunk.title,
-            "heading_path": list(chunk.heading_path), "page": chunk.page, "text": chunk.text}
+            "heading_path": list(chunk.heading_path), "page": chunk.page, "location": chunk.location, "text": chunk.text}
 
 
 def find_entity(store: GraphStore, name: str) -> EntityRecord:

@@ -8,7 +8,7 @@
 
 from .base import LOADERS, Loader, RawSource, get_loader, register_loader, supported_extensions
 from .beir import count_beir, iter_beir
-from .sources import READER_METADATA, expand_sources, is_url, load_source, parse, read_source
+from .sources import READER_METADATA, excluded_path, expand_sources, is_url, load_source, parse, read_source, wanted_file
 
 __all__ = [
     "LOADERS",
@@ -16,6 +16,7 @@ __all__ = [
     "Loader",
     "RawSource",
     "count_beir",
+    "excluded_path",
     "expand_sources",
     "get_loader",
     "is_url",
@@ -25,4 +26,5 @@ __all__ = [
     "read_source",
     "register_loader",
     "supported_extensions",
+    "wanted_file",
 ]

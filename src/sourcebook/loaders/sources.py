@@ -28,7 +28,7 @@ _PACKAGE_MEDIA_TYPE = re.compile(rb"[\w.+-]+/[\w.+-]*")
 
 # --- reading -------------------------------------------------------------------------
 
-READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type"})
+READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type", "etag", "last_modified"})
 """Metadata keys reading a file or fetching a URL records (`_read_file`, url.fetch_url): what
 a new read refreshes, unlike the loader's or the user's."""
 
@@ -177,6 +177,20 @@ def _walk(top: str, include: Sequence[str], exclude: Sequence[str]) -> list[str]
             if _matches(name, relative, include) and not _excluded(relative, exclude, is_dir=False):
                 found.append(tuple(relative.split("/")))
     return [os.path.join(top, *parts) for parts in sorted(found)]
+
+
+def excluded_path(top: str, path: str, exclude: Sequence[str]) -> bool:
+    """Whether `path` is outside the folder `top` or excluded in it (in an excluded folder too):
+    what a folder watcher never looks at, as `_walk` never enters it."""
+    relative = os.path.relpath(path, top).replace(os.sep, "/")
+    return relative in (".", "..") or relative.startswith("../") or _excluded(relative, exclude, is_dir=False)
+
+
+def wanted_file(top: str, path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether expanding the folder `top` would take the file `path` under it (`_walk`'s test,
+    for one path): a folder watcher asks this of each changed file."""
+    relative = os.path.relpath(path, top).replace(os.sep, "/")
+    return not excluded_path(top, path, exclude) and _matches(os.path.basename(path), relative, include)
 
 
 def _fnmatch(name: str, pattern: str) -> bool:

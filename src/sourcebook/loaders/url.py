@@ -32,12 +32,31 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def fetch_url(url: str, settings: Settings) -> RawSource:
     """GET `url` (following up to MAX_REDIRECTS redirects); the RawSource keeps `url` as its source."""
+    raw = _fetch(url, settings, {})
+    if raw is None:
+        raise FetchError(url, "HTTP 304 Not Modified to a request that was not conditional")
+    return raw
+
+
+def fetch_if_changed(url: str, settings: Settings, etag: str | None, last_modified: str | None) -> RawSource | None:
+    """A conditional GET (`refresh`): None when the server answers 304 Not Modified to the
+    validators of the last fetch (its ETag, its Last-Modified date), else the RawSource as
+    `fetch_url` gives it. Every hop is checked as there."""
+    conditions = {"If-None-Match": etag, "If-Modified-Since": last_modified}
+    return _fetch(url, settings, {name: value for name, value in conditions.items() if value})
+
+
+def _fetch(url: str, settings: Settings, conditions: dict[str, str]) -> RawSource | None:
+    """GET `url` with the extra request headers `conditions`; None on 304 Not Modified. The
+    metadata records the response's validators (`etag`, `last_modified`) for the next refresh."""
     current = url
-    with httpx.Client(timeout=settings.url_timeout, follow_redirects=False, headers=_HEADERS) as client:
+    with httpx.Client(timeout=settings.url_timeout, follow_redirects=False, headers={**_HEADERS, **conditions}) as client:
         for _ in range(MAX_REDIRECTS + 1):
             check_url(current, url, settings.allow_private_urls)
             try:
                 with client.stream("GET", current) as response:
+                    if response.status_code == httpx.codes.NOT_MODIFIED:  # (a 3xx, yet no redirect)
+                        return None
                     if response.is_redirect:
                         current = _redirect_target(response, url)
                         continue
@@ -50,6 +69,8 @@ def fetch_url(url: str, settings: Settings) -> RawSource:
                 raise FetchError(url, f"cannot fetch {current}: {exc or type(exc).__name__}") from None
             content_type = response.headers.get("content-type")
             metadata = {"url": url, "final_url": str(response.url), "content_type": content_type}
+            validators = {"etag": response.headers.get("etag"), "last_modified": response.headers.get("last-modified")}
+            metadata.update((key, value) for key, value in validators.items() if value)
             media_type = bare_media_type(content_type) if content_type else None
             return RawSource.from_bytes(url, data, media_type or None, metadata)
     raise FetchError(url, f"more than {MAX_REDIRECTS} redirects")

@@ -24,6 +24,7 @@ from ..apikeys import KeyStore
 from ..errors import SourcebookError
 from ..jobs import IngestionRunner
 from ..kb import KnowledgeBase
+from ..watching import FolderWatcher, Watchers
 from .config import ServerSettings
 from .context import Service
 from .errors import PayloadTooLargeError, status_of
@@ -131,7 +132,8 @@ def create_app(
     uploads = UploadStore(settings.upload_dir or default_upload_dir(kb))
     service = Service(
         kb=kb, settings=settings, keys=keys, queue=queue or kb.ingestion_runner(), uploads=uploads,
-        metrics=metrics, limits=RateLimits(
+        metrics=metrics, watchers=Watchers(FolderWatcher(kb, *watched) for watched in settings.watched_folders()),
+        limits=RateLimits(
             RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
             RateLimiter(settings.tenant_rate_limit_per_second, settings.tenant_rate_limit_burst),
         ),
@@ -145,9 +147,11 @@ def create_app(
             resumed = await run_in_threadpool(service.resume_ingestion)
             if resumed:
                 logger.info("queued %d documents left unfinished by the previous run", resumed)
+        service.watchers.start()
         try:
             yield
         finally:
+            await run_in_threadpool(service.watchers.stop)
             service.queue.stop()
             service.usage.stop()
             if owned_keys and service.keys is not None:

@@ -6,8 +6,13 @@ the library never needs them.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import os
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from ..kb import DEFAULT_COLLECTION
 
 
 class Quota(BaseModel):
@@ -53,6 +58,29 @@ class ServerSettings(BaseSettings):
         description="query embeddings, search results and answers kept in memory (about 20 MB at 1,024); "
         "0 = off; a knowledge base's own query_cache_entries, when larger, wins",
     )
+
+    watch: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="folders kept in sync for the served tenant while the server runs, each DIR or DIR:COLLECTION "
+        "(default collection: default); in the environment comma-separated: SOURCEBOOK_SERVER_WATCH=docs,hr:people",
+    )
+
+    @field_validator("watch", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """A variable's "a,b:c" is the list ["a", "b:c"] (a JSON list would be a chore to write)."""
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    def watched_folders(self) -> list[tuple[str, str]]:
+        """(folder, collection) for each `watch` entry. A colon followed by a name that holds no
+        path separator names the collection, so a folder's own colons ("C:/docs") stay its own."""
+        folders = []
+        for entry in self.watch:
+            folder, colon, collection = entry.rpartition(":")
+            if not colon or not folder or not collection or "/" in collection or os.sep in collection:
+                folder, collection = entry, DEFAULT_COLLECTION
+            folders.append((folder, collection))
+        return folders
 
     def quota_for(self, tenant: str) -> Quota:
         """The tenant's own quota if it has one, else the defaults every tenant gets."""

@@ -15,6 +15,7 @@ from ..jobs import IngestionRunner, IngestJob
 from ..jobs.base import UPLOAD_MISSING
 from ..kb import KnowledgeBase
 from ..models import DocumentStatus
+from ..watching import Watchers
 from .auth import Principal, authenticate
 from .config import ServerSettings
 from .errors import ConflictError, RateLimitedError
@@ -37,6 +38,8 @@ class Service:
     limits: RateLimits
     usage: UsageBuffer = field(init=False)
     """Requests' usage tallies on their way to the store (metering.py)."""
+    watchers: Watchers = field(default_factory=lambda: Watchers(()))
+    """The folders kept in sync for the served tenant (`ServerSettings.watch`), running with the app."""
     _tenants: dict[str, KnowledgeBase] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _graph_builds: set[str] = field(default_factory=set)

@@ -117,11 +117,18 @@ class UrlAdd(Strict):
     metadata: JsonMetadata = Field(default_factory=dict)
 
 
+Location = Annotated[str, Field(
+    description='where in its document: "page 3", "slide 2: Pricing", "sheet Sales, rows 2-40", or the heading path'
+)]
+"""A passage's place (`locations.location`): what a citation names."""
+
+
 class Chunk(BaseModel):
     chunk_id: str
     position: int
     heading_path: list[str]
     page: int | None
+    location: Location = ""
     text: str
 
 
@@ -174,6 +181,7 @@ class Hit(BaseModel):
     text: str
     heading_path: list[str]
     page: int | None
+    location: Location = ""
     collection: str
     position: int
     retrievers: dict[str, RetrieverScore]
@@ -204,6 +212,7 @@ class Citation(BaseModel):
     title: str
     heading_path: list[str]
     page: int | None
+    location: Location = ""
     supported: bool | None
 
 
@@ -373,6 +382,7 @@ class Passage(BaseModel):
     title: str
     heading_path: list[str]
     page: int | None
+    location: Location = ""
     text: str
 
 

@@ -145,7 +145,9 @@ def get_document_chunks(document_id: str, call: CallDep) -> DocumentDetail:
     """A document and its chunks in order (what a citation's chunk_id points into)."""
     record = _readable(call, document_id)
     chunks = [
-        Chunk(chunk_id=c.id, position=c.position, heading_path=list(c.heading_path), page=c.page, text=c.text)
+        Chunk(
+            chunk_id=c.id, position=c.position, heading_path=list(c.heading_path), page=c.page, location=c.location, text=c.text,
+        )
         for c in call.kb.chunks(record.id)
     ]
     return DocumentDetail(document=record, chunks=chunks)

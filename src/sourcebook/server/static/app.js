@@ -8,7 +8,7 @@ import { initGraph } from "./graph.js";
 import { showInsight, suggestions } from "./reading.js";
 import { loadUsage } from "./usage.js";
 import {
-  answerParagraphs, confidenceBadge, h, highlighted, sectionPath, sourceList, termsPattern, timeAgo, where, withQuote,
+  answerParagraphs, confidenceBadge, h, highlighted, sourceList, termsPattern, timeAgo, where, withQuote,
 } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -112,12 +112,12 @@ async function openPassage(ref, pattern = null) {
     $("passage-title").textContent = doc.title;
     $("passage-meta").textContent = [doc.source, where(ref)].filter(Boolean).join(" · ");
     let cited = null;
-    let section = "";
+    let place = "";
     const nodes = chunks.map((chunk) => {
       const isCited = chunk.chunk_id === ref.chunk_id;
-      const heading = sectionPath(chunk.heading_path, doc.title);
-      const label = heading && heading !== section ? h("span", { class: "section" }, heading, chunk.page ? ` · p. ${chunk.page}` : "") : null;
-      section = heading;
+      const here = where(chunk);  // a label where the page, slide, rows or section change
+      const label = here && here !== place ? h("span", { class: "section" }, here) : null;
+      place = here;
       const text = isCited ? (ref.quote ? withQuote(chunk.text, ref.quote) : highlighted(chunk.text, pattern)) : [chunk.text];
       const el = h("div", { class: isCited ? "chunk cited" : "chunk", "data-chunk-id": chunk.chunk_id }, label, ...text);
       if (isCited) cited = el;

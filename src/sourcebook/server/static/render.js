@@ -21,12 +21,15 @@ export function s(tag, attrs = {}, ...children) {
   return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attrs, children);
 }
 
-/** "Section › Subsection · p. 3" of a hit or citation (the title, shown beside it, left out). */
+/** Where a hit, citation or chunk is in its document: the server's `location` ("page 3",
+ * "slide 2: Pricing", "sheet Sales, rows 2-40", "Section › Subsection"); answers stored
+ * before it existed are described from their heading path and page. */
 export function where(item) {
+  if (typeof item.location === "string") return item.location;
   const parts = [];
   const path = sectionPath(item.heading_path, item.title);
   if (path) parts.push(path);
-  if (item.page) parts.push(`p. ${item.page}`);
+  if (item.page) parts.push(`page ${item.page}`);
   return parts.join(" · ");
 }
 
