@@ -3,9 +3,10 @@
 Design choices, and why (each role's own are in its module: schema.py, documents.py,
 vectors.py, keywords.py, graph.py, keys.py; the SQL both stores share is in stores/sql/):
 
-* One connection per store, opened with ``check_same_thread=False`` and guarded by a
-  lock, so the HTTP server's threads can share it; WAL mode so other processes (a CLI
-  run next to a server) read while one writes.
+* One writing connection per file, opened with ``check_same_thread=False`` and guarded by a
+  lock, so the HTTP server's threads can share it, and reading connections of their own for
+  read transactions (`_Database`), so concurrent searches do not queue at that lock; WAL mode
+  so readers (and other processes: a CLI run next to a server) read while one writes.
 * Every write is one ``BEGIN IMMEDIATE`` transaction: readers see the old chunks or the
   new ones, never a mix, and a failure rolls back to the old state.
 * Searches do not filter on document status: chunks exist only once a document was
