@@ -321,11 +321,24 @@ def plans_of_statements(store: SQLiteStore, call: Any) -> list[list[str]]:
     """EXPLAIN QUERY PLAN of every SELECT that `call(store)` runs, as SQLite would run it now."""
     statements: list[str] = []
     assert store._db.conn is not None
-    store._db.conn.set_trace_callback(statements.append)
+    database = store._db
+    take_reader = database.take_reader
+    traced: list[sqlite3.Connection] = [database.conn]
+
+    def traced_reader() -> sqlite3.Connection:  # reads run on connections of their own
+        reader = take_reader()
+        reader.set_trace_callback(statements.append)
+        traced.append(reader)
+        return reader
+
+    database.conn.set_trace_callback(statements.append)
+    database.take_reader = traced_reader  # type: ignore[method-assign]
     try:
         call(store)
     finally:
-        store._db.conn.set_trace_callback(None)
+        del database.take_reader
+        for conn in traced:
+            conn.set_trace_callback(None)
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     with sqlite3.connect(store.path) as conn:
         return [[row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in selects]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import threading
 from dataclasses import replace
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,6 +55,7 @@ class SQLiteKeywords(SharedSql):
     """The keyword half of the `SearchStore` role."""
 
     _keywords: KeywordIndex | None
+    _keyword_lock: threading.Lock
 
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """BM25 over title, heading path and text (what a chunk's prefix + text hold).
@@ -62,7 +64,7 @@ class SQLiteKeywords(SharedSql):
         """
         check_k(k)
         terms = query_terms(query)
-        with self._read() as conn:
+        with self._keyword_lock, self._read() as conn:
             index = self._keywords = caught_up(conn, self._keywords, self.tenant, self._keyword_file())
             term_ids = _term_ids(conn, terms)
             allowed = allowed_documents(conn, self.tenant, filters)

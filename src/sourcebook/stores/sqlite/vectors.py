@@ -9,7 +9,7 @@ write costs its own size. `_SqliteRows` is what the index reads: rows after a ma
 deletion log. The hits' ids are read from the file last, so a chunk it no longer holds is
 never returned.
 
-The whole search runs under the store's lock: catching up mutates the index, and the
+The whole search runs under the view's vector lock: catching up mutates the index, and the
 approximate search is a few milliseconds. A due rebuild of an approximate base runs on the
 index's own thread over a read-only connection of its own (`_rebuild_rows`), never inside a
 search.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +41,7 @@ class SQLiteVectors(SharedSql):
     """The vector half of the `SearchStore` role, and the stored vectors ingestion reuses."""
 
     _index: TenantVectors | None
+    _vector_lock: threading.Lock
     ann_min_rows: int = ANN_MIN_ROWS  # rows above which a dimension gets an approximate index (tests lower it)
 
     @property
@@ -69,7 +71,7 @@ class SQLiteVectors(SharedSql):
         """The k best chunks, a chunk scoring the best of its own vector and its windows'."""
         check_k(k)
         query = unit_query(vector)
-        with self._read() as conn:
+        with self._vector_lock, self._read() as conn:
             check_query_dimension(conn, self.tenant, filters.collections, len(query))
             source = _SqliteRows(conn, self.tenant)
             index = self._vector_index()
