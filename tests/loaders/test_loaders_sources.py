@@ -142,7 +142,7 @@ OFFICE_AND_MAIL = (".docx", ".pptx", ".xlsx", ".odt", ".csv", ".tsv", ".epub", "
 
 
 @pytest.mark.parametrize("content", [b"", b"  \n\n\t "])
-@pytest.mark.parametrize("extension", [".txt", ".md", ".html", ".pdf", *OFFICE_AND_MAIL])
+@pytest.mark.parametrize("extension", [".txt", ".md", ".html", ".pdf", *OFFICE_AND_MAIL, ".png", ".jpg", ".tiff"])
 def test_empty_files_of_every_format(tmp_path: Path, settings: Settings, extension: str, content: bytes) -> None:
     path = tmp_path / f"empty{extension}"
     path.write_bytes(content)
@@ -200,7 +200,7 @@ def test_entry_point_plugins_load_and_broken_ones_are_skipped(
     with caplog.at_level(logging.WARNING):
         assert get_loader(extension=".rec").name == "rec"  # type: ignore[union-attr]
     assert [loader.name for loader in LOADERS.parts()] == [
-        "rec", "markdown", "html", "pdf", "text", "docx", "pptx", "xlsx", "odt", "csv", "epub", "eml", "mbox",
+        "rec", "markdown", "html", "pdf", "text", "docx", "pptx", "xlsx", "odt", "csv", "epub", "eml", "mbox", "image",
     ]  # fmt: skip
     assert "broken" in caplog.text and "odd" in caplog.text
 

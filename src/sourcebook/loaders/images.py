@@ -47,7 +47,9 @@ def _pages(data: bytes, source: str, kind: str) -> Iterator[Image]:
         image = Image.open(io.BytesIO(data), formats=list(_FORMATS))
     except UnidentifiedImageError:
         raise LoaderError(source, f"not a readable {' or '.join(_FORMATS)} image") from None
-    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+    except Image.DecompressionBombError as exc:
+        raise LoaderError(source, f"{kind} too large: {exc}") from None
+    except (OSError, ValueError) as exc:
         raise LoaderError(source, f"corrupt or unreadable {kind}: {exc}") from exc
     limit = Image.MAX_IMAGE_PIXELS or 0
     with image:
