@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from pypdf import PdfWriter
 
 from sourcebook import KnowledgeBase
 from sourcebook.errors import EmptyDocumentError, LoaderError, MissingExtraError
@@ -130,6 +131,12 @@ def test_a_blank_scan_is_an_empty_document() -> None:
         ImageLoader().load(image_bytes([blank], "PNG"), "blank.png")
     with pytest.raises(EmptyDocumentError, match="OCR read nothing on the page images"):
         PdfLoader().load(scanned_pdf([blank]), "blank.pdf")
+    writer = PdfWriter()
+    writer.add_blank_page(width=200, height=200)  # draws nothing: not even rendered
+    empty = io.BytesIO()
+    writer.write(empty)
+    with pytest.raises(EmptyDocumentError, match=r"empty.pdf: no extractable text \(no page has a text layer, nor draws"):
+        PdfLoader().load(empty.getvalue(), "empty.pdf")
 
 
 def test_without_the_extra_images_and_scans_name_it_and_text_pages_still_load(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -103,8 +103,9 @@ def test_loader_choice_by_media_type_then_extension(source: str, media_type: str
 def test_get_loader() -> None:
     assert get_loader(extension="MD").name == "markdown"  # type: ignore[union-attr]
     assert get_loader(media_type="Application/PDF").name == "pdf"  # type: ignore[union-attr]
-    assert get_loader(media_type="image/png", extension=".html").name == "html"  # type: ignore[union-attr]
-    assert get_loader(media_type="image/png") is None and get_loader() is None
+    assert get_loader(media_type="video/mp4", extension=".html").name == "html"  # type: ignore[union-attr]
+    assert get_loader(media_type="video/mp4") is None and get_loader() is None
+    assert get_loader(media_type="image/png").name == get_loader(extension=".TIF").name == "image"  # type: ignore[union-attr]
 
 
 def test_unknown_format_without_hints_is_unsupported() -> None:

@@ -46,7 +46,7 @@ def _pages(data: bytes, source: str, kind: str) -> Iterator[Image]:
     try:
         image = Image.open(io.BytesIO(data), formats=list(_FORMATS))
     except UnidentifiedImageError:
-        raise LoaderError(source, f"not a readable {' or '.join(_FORMATS)} image") from None
+        raise LoaderError(source, "not a PNG, JPEG or TIFF image, or one too damaged to identify") from None
     except Image.DecompressionBombError as exc:
         raise LoaderError(source, f"{kind} too large: {exc}") from None
     except (OSError, ValueError) as exc:
