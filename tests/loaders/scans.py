@@ -69,6 +69,29 @@ def render_page(paragraph: str, heading: str | None = None, side: int = PAGE_SID
     return page
 
 
+def render_a4_page(paragraphs: Sequence[str], body_px: int = 23) -> tuple[Image.Image, str]:
+    """An A4 page scanned at 150 dpi (1240 x 1754 pixels) filled with `paragraphs` in
+    `body_px` text (23 pixels: 11-point type), a blank line between them; and the text drawn
+    (paragraphs that do not fit are left out)."""
+    width, height, margin = 1240, 1754, 110
+    body = ImageFont.truetype(font_path(), body_px)
+    average = body.getlength("abcdefghijklmnopqrstuvwxyz ") / 27
+    pitch = int(body_px * 1.45)
+    page = Image.new("L", (width, height), 255)
+    draw = ImageDraw.Draw(page)
+    top, drawn = margin, []
+    for paragraph in paragraphs:
+        lines = textwrap.wrap(paragraph, int((width - 2 * margin) / average * 0.97))
+        if top + len(lines) * pitch > height - margin:
+            break
+        for line in lines:
+            draw.text((margin, top), line, font=body, fill=0)
+            top += pitch
+        top += pitch
+        drawn.append(paragraph)
+    return page, "\n".join(drawn)
+
+
 def page_text(paragraph: str, heading: str | None = None) -> str:
     """The text `render_page` draws, as one string."""
     return f"{heading}\n{paragraph}" if heading else paragraph

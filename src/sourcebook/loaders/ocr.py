@@ -42,6 +42,7 @@ PDF_RENDER_DPI = 150
 """Resolution scanned PDF pages are rendered at (then capped at `MAX_SIDE`): 10-point text is
 21 pixels high, which the recognizer reads well, and an A4 page (1240 x 1754) needs no
 scaling by the detector, which enlarges images to at least 736 pixels on their short side."""
+_DET_SHORT_SIDE = 960  # pixels: the short side of the copy lines are detected on (read_image)
 _REC_HEIGHT = 48  # pixels: the height of the lines the recognition model reads
 _ROW_HEIGHT_SHARE = 0.5  # of the smaller box's height two boxes must overlap by to share a row
 _PARAGRAPH_GAP = 1.4  # of the page's median distance between rows: a wider one starts a paragraph
@@ -113,22 +114,31 @@ def fit_image(image: Image) -> Image:
 
 
 def read_image(image: Image, source: str, kind: str) -> OcrPage:
-    """OCR one page image: detect line boxes, then recognise each line from its crop.
+    """OCR one page image: detect line boxes on a reduced copy, then recognise each line
+    from its crop of the full image.
 
-    RapidOCR's own one-call pipeline hands the recognizer crops as they come; its model
-    takes lines 48 pixels high and, enlarging a smaller crop with a plain linear resize,
-    often loses the spaces between words ("endofMarch."). Crops lower than that are first
-    enlarged with cubic interpolation here (`_sharp_crop`): on rendered pages this took a
-    page from 0.964 to 1.0 character accuracy, for a few per cent more time. The steps are
-    rapidocr 1.4.4's own (`auto_text_det`, `get_crop_img_list`, `text_rec`): the extra pins it.
+    Two departures from RapidOCR's one-call pipeline, both measured on rendered A4 pages
+    (bench/ocr.py, README "Formats"). Detection runs on a copy at most `_DET_SHORT_SIDE`
+    pixels on its short side: it found the same lines at a sixth of the cost (an A4 page at
+    150 dpi: 3.1 CPU seconds full size, 0.5 at 736, 0.7 at 960). And line crops lower than
+    the recognizer's 48 pixels are enlarged with cubic interpolation first (`_sharp_crop`):
+    its own linear resize often loses the spaces between words ("endofMarch."), which took
+    a page from 0.97 to 1.0 character accuracy. The steps are rapidocr 1.4.4's own
+    (`auto_text_det`, `get_crop_img_list`, `text_rec`); the extra pins that version.
     """
+    import cv2  # installed with rapidocr, which imports it first
+
     with _engine_lock:
         engine = _get_engine(source, kind)
         array, _ = engine.maybe_add_letterbox(engine.load_img(fit_image(image)), {})  # pads one-line images
-        found, _ = engine.auto_text_det(array)
+        scale = min(1.0, _DET_SHORT_SIDE / min(array.shape[:2]))
+        small = array if scale == 1.0 else cv2.resize(array, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        found, _ = engine.auto_text_det(small)
         if found is None:
             return OcrPage([], None)
-        recognised, _ = engine.text_rec([_sharp_crop(crop) for crop in engine.get_crop_img_list(array, found)], False)
+        found = [points / scale for points in found]
+        crops = [_sharp_crop(crop, cv2) for crop in engine.get_crop_img_list(array, found)]
+        recognised, _ = engine.text_rec(crops, False)
     boxes = [
         _box(points, text, score)
         for points, (text, score, *_) in zip(found, recognised, strict=True)
@@ -137,10 +147,8 @@ def read_image(image: Image, source: str, kind: str) -> OcrPage:
     return OcrPage(_lines(_rows(boxes)), _confidence(boxes))
 
 
-def _sharp_crop(crop: Any) -> Any:
+def _sharp_crop(crop: Any, cv2: Any) -> Any:
     """A line crop at least the recognizer's 48 pixels high, enlarged with cubic interpolation."""
-    import cv2  # installed with rapidocr, and imported by it before this runs
-
     height = crop.shape[0]
     if height >= _REC_HEIGHT or height == 0:
         return crop
