@@ -39,6 +39,7 @@ def test_a_scanned_pdf_of_ten_pages_is_read_at_95_percent_accuracy_with_its_page
         chunks = kb.chunks(result.document_id)
         record = kb.document(result.document_id)
         hits = kb.search("How many pallets does the Rotterdam warehouse receive?", top_k=1)
+        assert kb.search("pallets", metadata={"ocr": True}) and not kb.search("pallets", metadata={"ocr": False})
     assert hits[0].chunk.page == 2 and "340 pallets" in hits[0].chunk.text
     assert record.metadata["ocr"] is True and set(record.metadata["ocr_pages"]) == {str(n) for n in range(1, 11)}
     assert 0.9 < record.metadata["ocr_confidence"] <= 1

@@ -5,9 +5,9 @@ onnxruntime; the models ship inside its wheel, so nothing is downloaded at run t
 imported on first use, so the base install never loads it (nor OpenCV, which it needs).
 
 The models take about a second to load, so one engine serves the whole process. Its calls
-are serialised by a lock: rapidocr keeps per-call settings on the engine, onnxruntime
-already spreads one page over every core, and one page at a time bounds memory (a page
-image is at most `MAX_SIDE` pixels on its long side).
+are serialised by a lock: rapidocr's detector keeps each call's resizing step on itself (two
+threads would race), onnxruntime already spreads one page over every core, and one page at a
+time bounds memory (a page image is at most `MAX_SIDE` pixels on its long side).
 
 RapidOCR returns one box per detected line fragment. `read_image` puts them back in reading
 order (rows top to bottom, fragments of a row left to right) and marks where paragraphs
@@ -40,8 +40,7 @@ MAX_SIDE = 2000
 shrink a larger one itself, after holding it whole in memory)."""
 PDF_RENDER_DPI = 150
 """Resolution scanned PDF pages are rendered at (then capped at `MAX_SIDE`): 10-point text is
-21 pixels high, which the recognizer reads well, and an A4 page (1240 x 1754) needs no
-scaling by the detector, which enlarges images to at least 736 pixels on their short side."""
+21 pixels high, which the recognizer reads well (it reads lines at 48 pixels, and enlarges)."""
 _DET_SHORT_SIDE = 960  # pixels: the short side of the copy lines are detected on (read_image)
 _REC_HEIGHT = 48  # pixels: the height of the lines the recognition model reads
 _ROW_HEIGHT_SHARE = 0.5  # of the smaller box's height two boxes must overlap by to share a row
@@ -105,8 +104,10 @@ def fit_image(image: Image) -> Image:
         rgba = image.convert("RGBA")
         image = PILImage.new("RGB", rgba.size, "white")
         image.paste(rgba, mask=rgba.getchannel("A"))
+    elif image.mode.startswith("I"):  # 16- or 32-bit grey: scale to 8 bits rather than clip at 255
+        image = image.convert("I").point(lambda value: value / 256).convert("L")
     elif image.mode not in {"L", "RGB"}:
-        image = image.convert("L" if image.mode in {"1", "I;16", "I", "F"} else "RGB")
+        image = image.convert("L" if image.mode in {"1", "F"} else "RGB")
     if max(image.size) > MAX_SIDE:
         image = image.copy()
         image.thumbnail((MAX_SIDE, MAX_SIDE))
