@@ -4,8 +4,8 @@ Draws `--pages` A4 pages at 150 dpi with 11-point text (DejaVu Sans, tests/loade
 puts them in a PDF as a scanner does (one image a page, no text layer), and measures in this
 one process, median of `--repeat` runs:
 
-- the PDF loader on that scan: pages per second and character accuracy (1 - edit distance /
-  characters of the text drawn) of each page's blocks;
+- the PDF loader on that scan: pages per second (and CPU seconds a page) and character
+  accuracy (1 - edit distance / characters of the text drawn) of each page's blocks;
 - one page's OCR as the loader does it (`read_image`: crops enlarged before recognition) and
   as RapidOCR's own one call does it, side by side: time and accuracy;
 - getting a page's image: pypdfium2's rendering (what the loader uses) against pypdf's
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import statistics
 import sys
 import time
@@ -35,12 +36,20 @@ from tests.loaders.scans import PARAGRAPHS, character_accuracy, render_a4_page, 
 
 
 def _median_seconds(run: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, result = [], None
+    seconds, _, result = _median_times(run, repeat)
+    return seconds, result
+
+
+def _median_times(run: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """Median wall-clock seconds, median CPU seconds of this process (all its threads: on a
+    machine shared with other work, the steadier figure), and the last result."""
+    walls, cpus, result = [], [], None
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         result = run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - started_cpu)
+    return statistics.median(walls), statistics.median(cpus), result
 
 
 def _pages(count: int) -> list[tuple[Any, str]]:
@@ -66,12 +75,13 @@ def main() -> None:
     print(f"{args.pages} A4 pages at 150 dpi, 11-point text, {characters:,} characters; median of {args.repeat}")
 
     ocr.read_image(pages[0][0], "bench", "page")  # loads the models once, outside the timings
-    seconds, document = _median_seconds(lambda: PdfLoader().load(data, "scan.pdf"), args.repeat)
+    seconds, cpu, document = _median_times(lambda: PdfLoader().load(data, "scan.pdf"), args.repeat)
     accuracies = [
         character_accuracy(" ".join(b.text for b in document.blocks if b.page == number), text)
         for number, (_, text) in enumerate(pages, start=1)
     ]
-    print(f"PDF loader: {seconds:.1f} s, {args.pages / seconds:.2f} pages/s ({seconds / args.pages:.2f} s a page); "
+    print(f"PDF loader: {seconds:.1f} s, {args.pages / seconds:.3f} pages/s ({seconds / args.pages:.2f} s a page; "
+          f"CPU {cpu / args.pages:.2f} s a page, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}); "
           f"character accuracy mean {statistics.fmean(accuracies):.4f}, lowest {min(accuracies):.4f}; "
           f"confidence {document.metadata['ocr_confidence']}")
 

@@ -74,10 +74,11 @@ class _Box:
         return self.bottom - self.top
 
 
-def require_engine(source: str, kind: str) -> None:
-    """Raise MissingExtraError naming the ``ocr`` extra unless its modules import."""
-    require(ENGINE_MODULE, source, kind, OCR_EXTRA)
-    require("PIL.Image", source, kind, OCR_EXTRA)
+def require_engine(source: str, kind: str, *also: str) -> None:
+    """Raise MissingExtraError naming the ``ocr`` extra unless its modules (and the modules
+    `also` named) import."""
+    for module in (ENGINE_MODULE, "PIL.Image", *also):
+        require(module, source, kind, OCR_EXTRA)
 
 
 def _get_engine(source: str, kind: str) -> Any:

@@ -122,7 +122,7 @@ def _read_scans(data: bytes, pages: dict[int, list[TextLine]], source: str) -> d
     if not scanned:
         return {}
     try:
-        require_engine(source, "scanned PDF")
+        require_engine(source, "scanned PDF", "pypdfium2")
     except MissingExtraError:
         return None
     confidences: dict[int, float | None] = {}
