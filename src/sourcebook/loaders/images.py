@@ -39,7 +39,7 @@ def _pages(data: bytes, source: str, kind: str) -> Iterator[Image]:
     Pillow raises UnidentifiedImageError for other formats, OSError for truncated data and
     DecompressionBombError for absurd sizes; each becomes a LoaderError naming the file.
     Frames over Pillow's pixel limit are refused before they are decoded (Pillow itself only
-    warns below twice that limit, after allocating them).
+    warns up to twice that limit, and would then decode them).
     """
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
