@@ -175,6 +175,13 @@ def test_boxes_are_put_in_reading_order_and_paragraphs_marked() -> None:
     ]  # fmt: skip
 
 
+def test_only_pages_where_ocr_read_text_are_marked() -> None:
+    assert ocr.ocr_metadata({2: 0.9, 3: None, 5: 0.8}) == {
+        "ocr": True, "ocr_confidence": 0.85, "ocr_pages": {"2": 0.9, "5": 0.8},
+    }  # fmt: skip
+    assert ocr.ocr_metadata({3: None}) == {} and ocr.ocr_metadata({}) == {}
+
+
 def test_the_confidence_is_the_mean_score_weighted_by_characters() -> None:
     boxes = [ocr._Box("abc", 0, 30, 0, 0.9), ocr._Box("a", 40, 70, 0, 0.5)]
     assert ocr._confidence(boxes) == pytest.approx((3 * 0.9 + 0.5) / 4)

@@ -253,14 +253,14 @@ def _render(document: Any, number: int) -> Image | None:
 
 def ocr_metadata(confidences: dict[int, float | None]) -> dict[str, Any]:
     """What a document records of its OCR'd pages: ``ocr`` (true), ``ocr_confidence`` (the
-    mean over pages that gave text) and ``ocr_pages`` (page number -> its confidence, or
-    null when OCR read nothing there), so a chunk's page tells whether its text was
-    recognised and how surely. Empty when no page was OCR'd."""
-    if not confidences:
+    mean over those pages) and ``ocr_pages`` (page number -> its confidence), so a chunk's
+    page tells whether its text was recognised and how surely. Pages where OCR read nothing
+    (a logo, a blank scan) hold no OCR'd text and are left out; empty when no page is left."""
+    read = {number: value for number, value in sorted(confidences.items()) if value is not None}
+    if not read:
         return {}
-    read = [value for value in confidences.values() if value is not None]
     return {
         "ocr": True,
-        "ocr_confidence": round(statistics.fmean(read), 4) if read else None,
-        "ocr_pages": {str(number): value for number, value in sorted(confidences.items())},
+        "ocr_confidence": round(statistics.fmean(read.values()), 4),
+        "ocr_pages": {str(number): value for number, value in read.items()},
     }
