@@ -63,12 +63,14 @@ def test_a_mixed_pdf_keeps_its_page_numbers_and_marks_only_the_scanned_pages() -
     assert set(document.metadata["ocr_pages"]) == {"2", "4"}
 
 
-def test_a_png_is_one_page_and_a_tiff_one_page_per_frame() -> None:
+def test_png_and_jpeg_are_one_page_and_a_tiff_one_page_per_frame() -> None:
     png = ImageLoader().load(image_bytes([render_page(PARAGRAPHS[0])], "PNG"), "notice.png")
     assert png.media_type == "image/png" and {b.page for b in png.blocks} == {1}
     assert character_accuracy(png.text, PARAGRAPHS[0]) >= 0.95
     assert png.title.startswith("Employees accrue 25 days")
     assert png.metadata["pages"] == 1 and png.metadata["ocr_pages"].keys() == {"1"}
+    jpeg = ImageLoader().load(image_bytes([render_page(PARAGRAPHS[2]).convert("RGB")], "JPEG"), "photo.jpeg")
+    assert jpeg.media_type == "image/jpeg" and character_accuracy(jpeg.text, PARAGRAPHS[2]) >= 0.95
 
     tiff = ImageLoader().load(image_bytes([render_page(PARAGRAPHS[4]), render_page(PARAGRAPHS[5])], "TIFF"), "scan.tif")
     assert tiff.media_type == "image/tiff" and tiff.metadata["pages"] == 2
