@@ -7,6 +7,8 @@ read by the real RapidOCR models; accuracy is measured against the text drawn.
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -188,3 +190,24 @@ def test_the_confidence_is_the_mean_score_weighted_by_characters() -> None:
     boxes = [ocr._Box("abc", 0, 30, 0, 0.9), ocr._Box("a", 40, 70, 0, 0.5)]
     assert ocr._confidence(boxes) == pytest.approx((3 * 0.9 + 0.5) / 4)
     assert ocr._confidence([]) is None
+
+
+def test_ocr_runs_after_usearch_and_beside_the_embedder_in_one_process(tmp_path: Path) -> None:
+    """Native libraries can clash by import order (onnxruntime after usearch crashes, see
+    index/ann.py); OpenCV and rapidocr come last here, after a usearch index and before the
+    embedding model, in a fresh process, as in a server that searches and then ingests a scan."""
+    (tmp_path / "page.png").write_bytes(image_bytes([render_page("Lunch is served at noon.")], "PNG"))
+    script = f"""
+import numpy as np
+from sourcebook.index.ann import _index_class
+index = _index_class()(ndim=4)
+index.add(1, np.ones(4, dtype=np.float32))
+from sourcebook.loaders.images import ImageLoader
+document = ImageLoader().load(open({str(tmp_path / "page.png")!r}, "rb").read(), "page.png")
+from sourcebook.embedders.local import LocalEmbedder
+print(document.text, LocalEmbedder().embed_documents([document.text]).shape)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Lunch is served at noon. (1, 384)"
