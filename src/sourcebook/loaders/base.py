@@ -76,6 +76,8 @@ LOADERS: PluginKind[Loader] = PluginKind(
         Builtin("epub", "sourcebook.loaders.epub:EpubLoader"),
         Builtin("eml", "sourcebook.loaders.mail:EmlLoader"),
         Builtin("mbox", "sourcebook.loaders.mail:MboxLoader"),
+        # PNG, JPEG and TIFF, read by OCR (the `ocr` extra, loaded with a file).
+        Builtin("image", "sourcebook.loaders.images:ImageLoader"),
     ],
     prepare=_as_loader,
 )

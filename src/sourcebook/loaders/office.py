@@ -39,14 +39,15 @@ def article(kind: str) -> str:
     return f"{'an' if kind[0] in 'AEFHILMNORSX' else 'a'} {kind}"
 
 
-def require(module: str, source: str, kind: str) -> ModuleType:
-    """Import `module` of the office extra, or say in one line which extra `source` needs."""
+def require(module: str, source: str, kind: str, extra: str = OFFICE_EXTRA) -> ModuleType:
+    """Import `module` of an optional extra (the office one unless named), or say in one
+    line which extra `source` needs."""
     try:
         return importlib.import_module(module)
     except ImportError:
         raise MissingExtraError(
-            f"{source}: reading {kind} files needs the '{OFFICE_EXTRA}' extra ({module} missing): "
-            f"pip install 'sourcebook[{OFFICE_EXTRA}]'"
+            f"{source}: reading {kind} files needs the '{extra}' extra ({module} missing): "
+            f"pip install 'sourcebook[{extra}]'"
         ) from None
 
 

@@ -9,6 +9,8 @@ Short paragraphs set larger than the body text become headings (the largest
 size is level 1), which gives PDF chunks section paths like other formats, and
 running headers and footers are dropped so they do not repeat in every chunk.
 Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`).
+Pages with no text layer (scans) are rendered and read by OCR when the ``ocr`` extra is
+installed (`ocr.py`); their lines join into paragraphs as a text page's do.
 Title: the PDF's metadata title, else its first level-1 heading, else first line.
 """
 
@@ -27,8 +29,9 @@ from typing import Any
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, PdfReadWarning
 
-from ..errors import EmptyDocumentError, LoaderError
+from ..errors import EmptyDocumentError, LoaderError, MissingExtraError
 from ..models import ParsedDocument
+from .ocr import OCR_EXTRA, OcrPage, ocr_metadata, pdf_page_images, read_image, require_engine
 from .pdf_tables import PageTable, attach_captions, find_tables, split_at_tables
 from .tables import add_table
 from .text import DocumentBuilder, clean_inline, short_title
@@ -103,6 +106,31 @@ def page_lines(page: PageObject) -> list[TextLine]:
     if "\n".join(line.text for line in lines).split() != text.split():
         return [TextLine(line) for line in text.split("\n")]
     return lines
+
+
+def ocr_lines(page: OcrPage) -> list[TextLine]:
+    """An OCR'd page's lines as `page_paragraphs` groups them: without positions or sizes (so
+    never headings), an empty line between paragraphs."""
+    return [TextLine(text) for text in page.lines]
+
+
+def _read_scans(data: bytes, pages: dict[int, list[TextLine]], source: str) -> dict[int, float | None] | None:
+    """OCR the pages with no text layer in place (`pages` is updated); their confidences by
+    page number, or None when there are such pages but the ``ocr`` extra is not installed
+    (then nothing is read, and the text pages load as before)."""
+    scanned = [number for number, lines in pages.items() if not any(line.text.strip() for line in lines)]
+    if not scanned:
+        return {}
+    try:
+        require_engine(source, "scanned PDF", "pypdfium2")
+    except MissingExtraError:
+        return None
+    confidences: dict[int, float | None] = {}
+    for number, image in pdf_page_images(data, scanned, source):
+        page = read_image(image, source, "scanned PDF")
+        pages[number] = ocr_lines(page)
+        confidences[number] = page.confidence
+    return confidences
 
 
 def _rejoin_hyphenation(text: str) -> str:
@@ -247,7 +275,7 @@ def _info(reader: PdfReader) -> dict[str, str]:
     return {key: clean_inline(str(value)) for key, value in fields.items() if value and clean_inline(str(value))}
 
 
-def _blocks(paragraphs: list[tuple[int, Paragraph | PageTable]]) -> DocumentBuilder:
+def build_blocks(paragraphs: Sequence[tuple[int, Paragraph | PageTable]]) -> DocumentBuilder:
     """Headings, paragraphs and tables, in order, from (page number, item) pairs."""
     levels = heading_levels([paragraph for _, paragraph in paragraphs if isinstance(paragraph, Paragraph)])
     builder = DocumentBuilder()
@@ -261,6 +289,14 @@ def _blocks(paragraphs: list[tuple[int, Paragraph | PageTable]]) -> DocumentBuil
         else:
             builder.add("paragraph", paragraph.text, page=number)
     return builder
+
+
+def _no_text_cause(confidences: dict[int, float | None] | None) -> str:
+    if confidences is None:
+        return f"no extractable text (a scanned PDF? OCR needs the '{OCR_EXTRA}' extra: pip install 'sourcebook[{OCR_EXTRA}]')"
+    if confidences:
+        return "no text found: no page has a text layer, and OCR read nothing on the page images"
+    return "no extractable text (no page has a text layer, nor draws anything to OCR)"
 
 
 class PdfLoader:
@@ -279,6 +315,7 @@ class PdfLoader:
                 pages[number] = page_lines(page)
             except Exception:  # one damaged page should not lose the rest
                 unreadable.append(number)
+        confidences = _read_scans(data, pages, source)
         tables = find_tables(data, reader, list(pages))
         paragraphs = [
             (number, item)
@@ -286,13 +323,13 @@ class PdfLoader:
             for run in split_at_tables(lines, tables.get(number, []))
             for item in (page_paragraphs(run) if isinstance(run, list) else [run])
         ]
-        builder = _blocks(attach_captions(paragraphs))
+        builder = build_blocks(attach_captions(paragraphs))
         if builder.empty and unreadable:
             raise LoaderError(source, f"corrupt or unreadable PDF: text extraction failed on pages {unreadable}")
         if builder.empty:
-            raise EmptyDocumentError(source, "no extractable text (scanned PDF? OCR is not supported)")
+            raise EmptyDocumentError(source, _no_text_cause(confidences))
         info = _info(reader)
-        metadata: dict[str, Any] = {"pages": len(reader.pages)}
+        metadata: dict[str, Any] = {"pages": len(reader.pages), **ocr_metadata(confidences or {})}
         if "author" in info:
             metadata["author"] = info["author"]
         if unreadable:

@@ -24,6 +24,12 @@ from .base import Loader, RawSource, bare_media_type, get_loader, supported_exte
 # Servers label many documents with these; the file extension says more.
 _GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "text/plain"})
 _PACKAGE_MEDIA_TYPE = re.compile(rb"[\w.+-]+/[\w.+-]*")
+_IMAGE_SIGNATURES = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"II*\x00": "image/tiff",
+    b"MM\x00*": "image/tiff",
+}
 
 
 # --- reading -------------------------------------------------------------------------
@@ -116,12 +122,15 @@ def _choose_loader(raw: RawSource) -> Loader | None:
 
 
 def _sniff(data: bytes) -> str | None:
-    """Recognise PDF, HTML and OpenDocument/EPUB packages by their first bytes when nothing
+    """Recognise PDF, HTML, images and OpenDocument/EPUB packages by their first bytes when nothing
     else names the format. (Such a package's first zip member is a stored file named
     "mimetype" holding its media type, at a fixed offset, so it can be read without unzipping.)"""
     head = data[:1024]
     if b"%PDF-" in head:
         return "application/pdf"
+    for signature, image_type in _IMAGE_SIGNATURES.items():
+        if head.startswith(signature):
+            return image_type
     if head.startswith(b"PK\x03\x04") and head[30:38] == b"mimetype":
         # The zip local header: stored size at 18, name length at 26, extra length at 28, name at 30.
         start = 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
