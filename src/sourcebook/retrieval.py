@@ -27,6 +27,7 @@ from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
 from .query_cache import QueryCache
+from .reranking import LinearReranker
 from .settings import RetrievalMode, Settings
 from .stores.base import SearchStore
 from .tenants import DEFAULT_TENANT
@@ -56,6 +57,9 @@ class SearchOptions:
     """The graph list's RRF weight relative to hybrid's ranking (in mode "graph": to half of keyword + vector)."""
     graph_candidates: int = 10
     """Length of the graph list: only its best chunks are worth a boost."""
+    rerank: bool = False
+    """Hybrid and graph modes: reorder the first `rerank_candidates` by the offline reranker (reranking.py)."""
+    rerank_candidates: int = 30
 
     def __post_init__(self) -> None:
         if self.mode not in SEARCH_MODES:
@@ -79,6 +83,8 @@ class SearchOptions:
             "keyword_weight": settings.fusion_keyword_weight,
             "rrf_k": settings.rrf_k,
             "graph": settings.graph_retrieval,
+            "rerank": settings.rerank,
+            "rerank_candidates": settings.rerank_candidates,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
@@ -132,6 +138,7 @@ class Retriever:
         self._embedder = embedder
         self._tenant = tenant
         self._cache = cache
+        self._reranker = LinearReranker()
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Batch-embed queries (one model call for many, as `search --queries-file` does), unless
@@ -191,7 +198,18 @@ class Retriever:
                 ranked = reciprocal_rank_fusion([hybrid, graph], options.rrf_k, [1.0, options.graph_weight])
         if options.min_score is not None:
             ranked = [(cid, score) for cid, score in ranked if score >= options.min_score]
+        if options.rerank and options.mode in _FUSED:
+            ranked = self._rerank(query, ranked, options.rerank_candidates)
         return self._build_hits(ranked, keyword, vector, options, graph)
+
+    def _rerank(self, query: str, ranked: list[tuple[str, float]], candidates: int) -> list[tuple[str, float]]:
+        """`ranked` with its first `candidates` in the reranker's order. A moved hit takes the fused
+        score of the rank it moves to, so scores stay descending and in the mode's units."""
+        head = ranked[:candidates]
+        chunks = self._store.get_chunks([cid for cid, _ in head])
+        head = [(cid, score) for cid, score in head if cid in chunks]
+        order = self._reranker.rerank(query, [chunks[cid] for cid, _ in head], [score for _, score in head])
+        return [(head[i][0], score) for i, (_, score) in zip(order, head)] + ranked[candidates:]
 
     def _build_hits(
         self,

@@ -16,6 +16,7 @@ import numpy as np
 from ..embedders.base import Embedder
 from ..models import Answer, Citation, Hit
 from ..chunking import sentence_texts
+from .focus import Focus, bonus, stated
 from .lexical import content_terms, overlap
 
 ABSTENTION_TEXT = "The knowledge base does not contain an answer to this question."
@@ -34,7 +35,10 @@ class ScoredSentence:
     text: str
     hit: Hit
     score: float
+    """Relevance to the question (what abstention and confidence read)."""
     similarity: float
+    rank_score: float = 0.0
+    """`score` plus how directly the sentence states what was asked (focus.py): what picks the answer."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,9 @@ class ExtractiveAnswerer:
         if best is None or best.score < self._config.min_score:
             confidence = self._confidence(best.score) if best else 0.0
             return Answer(question, ABSTENTION_TEXT, True, (), round(confidence, 4), tuple(hits))
-        chosen = [s for s in scored if s.score >= best.score - SELECTION_MARGIN][: self._config.max_sentences]
+        ranked = sorted(scored, key=lambda s: -s.rank_score)
+        top = ranked[0].rank_score
+        chosen = [s for s in ranked if s.rank_score >= top - SELECTION_MARGIN][: self._config.max_sentences]
         numbers: dict[str, int] = {}
         parts: list[str] = []
         citations: list[Citation] = []
@@ -76,7 +82,7 @@ class ExtractiveAnswerer:
             if chunk.id not in numbers:
                 numbers[chunk.id] = len(numbers) + 1
             n = numbers[chunk.id]
-            parts.append(f"{sentence.text} [{n}]")
+            parts.append(f"{stated(sentence.text, chunk)} [{n}]")
             citations.append(
                 Citation(n, chunk.document_id, chunk.source, chunk.id, sentence.text, chunk.title, chunk.heading_path, chunk.page)
             )
@@ -84,24 +90,31 @@ class ExtractiveAnswerer:
 
     def _score_sentences(self, question: str, hits: list[Hit], question_vector: np.ndarray) -> list[ScoredSentence]:
         candidates: list[tuple[str, Hit]] = []
+        firsts: set[int] = set()  # candidates that open their chunk's text (an entry's definition)
         seen: set[str] = set()
         for hit in hits:
             headings = {" ".join(h.lower().split()) for h in (*hit.chunk.heading_path, hit.chunk.title)}
+            opening = True
             for text in sentence_texts(hit.chunk.text):
                 key = " ".join(text.lower().split())
                 if not is_statement(text) or key in seen or key in headings:
                     continue
                 seen.add(key)
+                if opening:
+                    firsts.add(len(candidates))
+                    opening = False
                 candidates.append((text, hit))
         if not candidates:
             return []
         vectors = self._embedder.embed_documents([text for text, _ in candidates])
         similarities = vectors @ question_vector
         terms = content_terms(question)
-        scored = [
-            ScoredSentence(text, hit, SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, text), float(sim))
-            for (text, hit), sim in zip(candidates, similarities, strict=True)
-        ]
+        focus = Focus.of(question)
+        scored = []
+        for index, ((text, hit), sim) in enumerate(zip(candidates, similarities, strict=True)):
+            score = SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, text)
+            extra = bonus(focus, text, hit.chunk, index in firsts)
+            scored.append(ScoredSentence(text, hit, score, float(sim), score + extra))
         return sorted(scored, key=lambda s: -s.score)
 
     def _confidence(self, score: float) -> float:

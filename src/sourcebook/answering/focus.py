@@ -1,0 +1,97 @@
+"""What a question asks for, and how strongly a retrieved sentence gives it.
+
+Embedding similarity picks sentences *about* the question's topic; a reference question wants the
+sentence that *states* the answer: the one naming the asked flag or variable, giving the default
+when the default is asked, holding a value when a number is asked, and inside the entry of the
+asked term (its definition) rather than a passing mention elsewhere. These cues order the
+candidate sentences; they never decide abstention, which stays on the plain relevance score, so
+a question the documents do not answer is not made to look answerable by a stray "default".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..models import StoredChunk
+from ..reranking import identifiers
+from .lexical import content_terms
+
+_DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
+_WANTS_NAME = re.compile(
+    r"\b(?:how (?:do|can|should) (?:i|you|we)|which|what (?:option|flag|command|setting|variable|parameter|switch|key))\b",
+    re.IGNORECASE,
+)
+_WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+
+# Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
+IDENTIFIER_BONUS = 0.10
+ENTRY_BONUS = 0.08
+DEFINITION_BONUS = 0.03
+DEFAULT_BONUS = 0.08
+NAME_BONUS = 0.05
+NUMBER_BONUS = 0.04
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The cues of one question."""
+
+    identifiers: tuple[str, ...]
+    terms: frozenset[str]
+    wants_default: bool
+    wants_name: bool
+    wants_number: bool
+
+    @classmethod
+    def of(cls, question: str) -> Focus:
+        return cls(
+            tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
+            bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
+        )
+
+
+def entry_term(chunk: StoredChunk) -> str | None:
+    """The term a chunk defines, when it is a reference entry: its last heading names an option,
+    variable or API (`--force`, `core.autocrlf`, `max_connections (integer)`, `<refspec>`)."""
+    if not chunk.heading_path:
+        return None
+    term = chunk.heading_path[-1]
+    return term if identifiers(term) or term.startswith(("-", "<")) else None
+
+
+def asks_about(focus: Focus, term: str) -> bool:
+    """Whether the question names `term` (one of its identifiers, or all of its words)."""
+    lowered = term.lower()
+    if any(ident in lowered for ident in focus.identifiers):
+        return True
+    words = content_terms(term)
+    return bool(words) and words <= focus.terms
+
+
+def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool) -> float:
+    """How much more `sentence` (of `chunk`) states what the question asks than its relevance says."""
+    lowered = sentence.lower()
+    total = 0.0
+    if focus.identifiers:
+        total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
+    term = entry_term(chunk)
+    if term is not None and asks_about(focus, term):
+        total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
+    if focus.wants_default and _DEFAULT.search(sentence):
+        total += DEFAULT_BONUS
+    if focus.wants_name and (identifiers(sentence) or term is not None):
+        total += NAME_BONUS
+    if focus.wants_number and _DIGIT.search(sentence):
+        total += NUMBER_BONUS
+    return total
+
+
+def stated(sentence: str, chunk: StoredChunk) -> str:
+    """`sentence` as the answer states it: led by its entry's term when it does not name it, so
+    "Usually, git push refuses..." from the --force-with-lease entry says which option it is about."""
+    term = entry_term(chunk)
+    if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
+        return sentence
+    return f"{term}: {sentence}"
