@@ -13,7 +13,7 @@ Fitting data (only these; the test halves and pydocs stay out):
                               is even or odd, so the other half measures the fitted weights
     --qa FILE --qa-db DB      a QA file with "split" fields and its knowledge base; --split dev keeps
                               the dev questions; a candidate is relevant when its source's file name is
-                              one of the question's gold_sources
+                              one of the question's gold_sources and it holds one of its answers
 
     PYTHONPATH=src python bench/fit_reranker.py --beir /work/shared/eval/scifact --beir-db sf.db \\
         --fold even --qa eval/gitdoc/questions.jsonl --qa-db gitdoc.db --split dev
@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy as np
 from sourcebook import KnowledgeBase
 from sourcebook.evaluation.dataset import load_dataset
 from sourcebook.evaluation.metrics import mean_ndcg
+from sourcebook.models import StoredChunk
 from sourcebook.reranking import FEATURES, LinearReranker, feature_matrix
 
 CANDIDATES = 30
@@ -45,13 +47,19 @@ def in_fold(query_id: str, fold: str) -> bool:
     return parity == (0 if fold == "even" else 1)
 
 
-def pairs_for(kb: KnowledgeBase, query: str, relevant: set[str], key: str) -> np.ndarray:
-    """Feature differences (relevant - irrelevant) of one query's candidate pairs."""
-    hits = kb.search(query, mode="hybrid", top_k=CANDIDATES, per_document=0)
+def holds_answer(chunk: StoredChunk, gold_sources: set[str], answers: Sequence[str]) -> bool:
+    """A QA candidate is relevant when it is on a gold page and states an expected answer."""
+    text = " ".join((*chunk.heading_path, chunk.text)).lower()
+    return Path(chunk.source).name in gold_sources and any(answer.lower() in text for answer in answers)
+
+
+def pairs_for(kb: KnowledgeBase, query: str, relevant: Callable[[StoredChunk], bool]) -> np.ndarray:
+    """Feature differences (relevant - irrelevant) of one query's candidate pairs, with their weights."""
+    hits = kb.search(query, mode="hybrid", top_k=CANDIDATES, per_document=0, rerank=False)
     if not hits:
         return np.zeros((0, len(FEATURES) + 1))
     rows = feature_matrix(query, [h.chunk for h in hits], [h.score for h in hits])
-    labels = [(Path(h.chunk.source).name if key == "name" else h.chunk.source) in relevant for h in hits]
+    labels = [relevant(h.chunk) for h in hits]
     good = [i for i, label in enumerate(labels) if label]
     bad = [i for i, label in enumerate(labels) if not label]
     if not good or not bad:
@@ -90,7 +98,7 @@ def measure(kb: KnowledgeBase, dataset_dir: str, fold: str, weights: dict[str, f
     qrels = {q: judged for q, judged in dataset.qrels.items() if in_fold(q, fold)}
     for query_id in qrels:
         text = dataset.queries[query_id]
-        hits = kb.search(text, mode="hybrid", top_k=100, per_document=0)
+        hits = kb.search(text, mode="hybrid", top_k=100, per_document=0, rerank=False)
         head = hits[:CANDIDATES]
         order = reranker.rerank(text, [h.chunk for h in head], [h.score for h in head])
         for name, ranked in (("fused", hits), ("reranked", [head[i] for i in order] + hits[CANDIDATES:])):
@@ -115,15 +123,16 @@ def main() -> None:
         with KnowledgeBase.open(args.beir_db) as kb:
             for query_id, text in dataset.queries.items():
                 if in_fold(query_id, args.fold):
-                    relevant = {doc for doc, gain in dataset.qrels[query_id].items() if gain > 0}
-                    blocks.append(pairs_for(kb, text, relevant, "source"))
+                    judged = {doc for doc, gain in dataset.qrels[query_id].items() if gain > 0}
+                    blocks.append(pairs_for(kb, text, lambda chunk, judged=judged: chunk.source in judged))
                     queries += 1
     for qa_file, qa_db in zip(args.qa, args.qa_db, strict=True):
         records = [json.loads(line) for line in Path(qa_file).read_text().splitlines() if line.strip()]
         with KnowledgeBase.open(qa_db) as kb:
             for record in records:
-                if record.get("split") == args.split and record.get("gold_sources"):
-                    blocks.append(pairs_for(kb, record["question"], set(record["gold_sources"]), "name"))
+                if record.get("split") == args.split and record.get("gold_sources") and record.get("answers"):
+                    gold, answers = set(record["gold_sources"]), record["answers"]
+                    blocks.append(pairs_for(kb, record["question"], lambda c, g=gold, a=answers: holds_answer(c, g, a)))
                     queries += 1
     differences = np.concatenate(blocks) if blocks else np.zeros((0, len(FEATURES) + 1))
     if not len(differences):

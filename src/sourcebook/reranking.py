@@ -10,7 +10,7 @@ features of each (query, chunk) pair:
     terms      share of the query's content words in the chunk (heading path included)
     idents     share of the query's identifiers found verbatim: tokens with - _ . or digits,
                CamelCase, --flags (0 when the query has none)
-    heading    share of the query's content words in the chunk's title and heading path
+    title      share of the query's content words in the document's title (and top heading)
     entry      1 when the chunk's last heading (an entry's term) names an identifier or a
                content word the query asks about, else 0
     proximity  matched query words / length of the shortest stretch of the chunk holding them all
@@ -31,16 +31,19 @@ import numpy as np
 from .answering.lexical import content_terms, stem_words
 from .models import StoredChunk
 
-FEATURES = ("fused", "terms", "idents", "heading", "entry", "proximity")
+FEATURES = ("fused", "terms", "idents", "title", "entry", "proximity")
 
 LINEAR_WEIGHTS: dict[str, float] = {
-    "fused": 1.0, "terms": 0.0, "idents": 0.0, "heading": 0.0, "entry": 0.0, "proximity": 0.0,
+    "fused": 1.2395, "terms": 0.9339, "idents": 0.4663, "title": 1.9499, "entry": 0.1649, "proximity": 0.1309,
 }
-"""Fitted by `bench/fit_reranker.py` (see its docstring for the data); only their ratios matter."""
+"""Fitted by `bench/fit_reranker.py --beir scifact --fold even --qa gitdoc --split dev` (SciFact's
+even-hash half of the test queries, 135, and gitdoc's 30 answerable dev questions: 12,177 pairs);
+only their ratios matter. SciFact's odd half, pydocs and the test splits were not fitted on."""
 
 _TOKEN = re.compile(r"[\w.<>:/=+@-]+")
 _TRIM = ".,:;?!()[]{}'\"`"
 _CAMEL = re.compile(r"[a-z][A-Z]")
+TYPE_NOTE = re.compile(r"\s*\([^()]*\)\s*$")  # "max_clients (integer)": the type is no part of the name
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?")
 
 
@@ -107,14 +110,15 @@ def features(query: QueryTerms, chunk: StoredChunk, fused: float) -> list[float]
     terms = len(query.terms & chunk_terms) / len(query.terms) if query.terms else 0.0
     lowered = full.lower()
     idents = sum(ident in lowered for ident in query.identifiers) / len(query.identifiers) if query.identifiers else 0.0
-    heading = len(query.terms & content_terms(heading_text)) / len(query.terms) if query.terms else 0.0
+    outer = " ".join((chunk.title, *chunk.heading_path[:1]))  # the document's name (title, top heading)
+    title = len(query.terms & content_terms(outer)) / len(query.terms) if query.terms else 0.0
     entry = 0.0
     if chunk.heading_path:
         last = chunk.heading_path[-1].lower()
         named = set(identifiers(last)) | content_terms(last)
         if any(ident in last for ident in query.identifiers) or (named and named <= set(query.terms) | set(query.identifiers)):
             entry = 1.0
-    return [fused, terms, idents, heading, entry, _proximity(query.terms, words)]
+    return [fused, terms, idents, title, entry, _proximity(query.terms, words)]
 
 
 def standardised(scores: Sequence[float]) -> np.ndarray:
@@ -142,6 +146,22 @@ class LinearReranker:
         return feature_matrix(query, chunks, fused) @ self._weights
 
     def rerank(self, query: str, chunks: Sequence[StoredChunk], fused: Sequence[float]) -> list[int]:
-        """The candidates' indexes, best first."""
+        """The candidates' indexes, best first: the entries the query names by an identifier
+        (`named_entry`), then the others by the linear score."""
         scores = self.scores(query, chunks, fused)
-        return sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
+        idents = identifiers(query)
+        named = [named_entry(idents, chunk) for chunk in chunks]
+        return sorted(range(len(chunks)), key=lambda i: (not named[i], -scores[i], i))
+
+
+def named_entry(query_identifiers: Sequence[str], chunk: StoredChunk) -> bool:
+    """Whether the chunk is the entry of an identifier the query names: its last heading is that
+    option, variable or API name (`max_clients (integer)` for "default of max_clients?"). Not a
+    weight but a lookup: a reader who names a term wants its definition, not the passages that
+    mention it, which the fused score cannot tell apart (both hold the name)."""
+    if not query_identifiers or not chunk.heading_path:
+        return False
+    last = chunk.heading_path[-1].lower()
+    names = {TYPE_NOTE.sub("", part).strip() for part in last.split(",")}
+    names |= {name.replace("[no-]", "") for name in names}
+    return any(ident in names or ident.split("=")[0] in names for ident in query_identifiers)

@@ -63,7 +63,7 @@ def test_main_content_blocks_and_heading_paths() -> None:
         ("code", "pip install  sourcebook\n  --upgrade", install),
         ("heading", "Options", options),
         ("table", "| Name | Default |\n| --- | --- |\n| top_k | 10 |", options),
-        ("heading", "Term", (*options, "Term")),
+        ("term", "Term", (*options, "Term")),
         ("paragraph", "Definition", (*options, "Term")),
         ("paragraph", "Quoted", options),
         ("heading", "Usage", usage),

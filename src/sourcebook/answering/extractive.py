@@ -15,8 +15,9 @@ import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Answer, Citation, Hit
+from ..reranking import identifiers, named_entry
 from ..chunking import sentence_texts
-from .focus import Focus, bonus, stated
+from .focus import Focus, bonus, missing_value, stated
 from .lexical import content_terms, overlap
 
 ABSTENTION_TEXT = "The knowledge base does not contain an answer to this question."
@@ -60,6 +61,15 @@ def is_statement(sentence: str) -> bool:
     )
 
 
+def _defining(question: str, scored: list[ScoredSentence]) -> list[ScoredSentence]:
+    """The sentences of the entries the question names (`--force`, `max_connections`), when some
+    were retrieved: the definition of the asked term answers, not a neighbour that mentions it
+    ("must be less than max_connections" in the entry of reserved connections). Else all of them."""
+    names = identifiers(question)
+    defining = [s for s in scored if named_entry(names, s.hit.chunk)]
+    return defining or scored
+
+
 class ExtractiveAnswerer:
     def __init__(self, embedder: Embedder, config: ExtractiveConfig) -> None:
         self._embedder = embedder
@@ -71,9 +81,15 @@ class ExtractiveAnswerer:
         if best is None or best.score < self._config.min_score:
             confidence = self._confidence(best.score) if best else 0.0
             return Answer(question, ABSTENTION_TEXT, True, (), round(confidence, 4), tuple(hits))
-        ranked = sorted(scored, key=lambda s: -s.rank_score)
+        ranked = sorted(_defining(question, scored), key=lambda s: -s.rank_score)
         top = ranked[0].rank_score
         chosen = [s for s in ranked if s.rank_score >= top - SELECTION_MARGIN][: self._config.max_sentences]
+        wanted = missing_value(Focus.of(question), [s.text for s in chosen])
+        if wanted is not None:  # the best sentence names the setting; its neighbour may give the value
+            source = chosen[0].hit.chunk.id
+            extra = next((s for s in ranked if s.hit.chunk.id == source and s not in chosen and wanted(s.text)), None)
+            if extra is not None:
+                chosen = [*chosen[: self._config.max_sentences - 1], extra]
         numbers: dict[str, int] = {}
         parts: list[str] = []
         citations: list[Citation] = []

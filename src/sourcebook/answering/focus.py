@@ -11,10 +11,11 @@ a question the documents do not answer is not made to look answerable by a stray
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..models import StoredChunk
-from ..reranking import identifiers
+from ..reranking import TYPE_NOTE, identifiers
 from .lexical import content_terms
 
 _DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
@@ -24,6 +25,8 @@ _WANTS_NAME = re.compile(
 )
 _WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
+_NEGATABLE = re.compile(r"--\[no-\]([\w-]+)")
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
 IDENTIFIER_BONUS = 0.10
@@ -58,7 +61,18 @@ def entry_term(chunk: StoredChunk) -> str | None:
     if not chunk.heading_path:
         return None
     term = chunk.heading_path[-1]
-    return term if identifiers(term) or term.startswith(("-", "<")) else None
+    return term if looks_like_term(term) else None
+
+
+def looks_like_term(heading: str) -> bool:
+    """A heading made of names only: `-n, --dry-run`, `core.autocrlf`, `max_connections (integer)`,
+    `<refspec>`, `json.dumps()`; not a title such as "git-push(1) Manual Page" or "3.1. Settings"."""
+    names = [TYPE_NOTE.sub("", part).strip() for part in heading.split(",")]
+    return all(
+        name and " " not in name
+        and (name.startswith(("-", "<")) or name.endswith("()") or bool(identifiers(name)) or _LOWER_NAME.fullmatch(name))
+        for name in names
+    )
 
 
 def asks_about(focus: Focus, term: str) -> bool:
@@ -72,11 +86,11 @@ def asks_about(focus: Focus, term: str) -> bool:
 
 def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool) -> float:
     """How much more `sentence` (of `chunk`) states what the question asks than its relevance says."""
-    lowered = sentence.lower()
+    term = entry_term(chunk)
+    lowered = f"{term or ''} {sentence}".lower()  # an entry's sentences name its term implicitly
     total = 0.0
     if focus.identifiers:
         total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
-    term = entry_term(chunk)
     if term is not None and asks_about(focus, term):
         total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
     if focus.wants_default and _DEFAULT.search(sentence):
@@ -88,10 +102,23 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
     return total
 
 
+def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] | None:
+    """What the `chosen` sentences fail to state although the question asks it (the default, a
+    number), as a test for a sentence that states it; None when nothing asked is missing. "The
+    window size used by git gc --aggressive" describes the setting; "This defaults to 250" answers."""
+    if focus.wants_default and not any(_DEFAULT.search(text) for text in chosen):
+        return lambda text: bool(_DEFAULT.search(text))
+    if focus.wants_number and not any(_DIGIT.search(text) for text in chosen):
+        return lambda text: bool(_DIGIT.search(text))
+    return None
+
+
 def stated(sentence: str, chunk: StoredChunk) -> str:
     """`sentence` as the answer states it: led by its entry's term when it does not name it, so
     "Usually, git push refuses..." from the --force-with-lease entry says which option it is about."""
     term = entry_term(chunk)
     if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
         return sentence
-    return f"{term}: {sentence}"
+    # "--[no-]single-branch" documents two options; the answer names both as they are typed.
+    named = _NEGATABLE.sub(r"--\1 (--no-\1)", term)
+    return f"{named}: {sentence}"

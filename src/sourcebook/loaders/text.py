@@ -205,7 +205,7 @@ class DocumentBuilder:
         while self._open and self._open[-1][0] >= level:
             self._open.pop()
         self._open.append((level, text))
-        self._blocks.append(Block("heading", text, self._path(), page))
+        self._blocks.append(Block("term", text, self._path(), page))
 
     def end_entries(self, depth: int = 0) -> None:
         """Close the entries opened at `depth` or deeper: text after a definition list belongs to
