@@ -154,6 +154,13 @@ class LinearReranker:
         return sorted(range(len(chunks)), key=lambda i: (not named[i], -scores[i], i))
 
 
+def named_first(query: str, chunks: Sequence[StoredChunk]) -> list[int]:
+    """The candidates' indexes with the entries the query names first, the rest in fused order:
+    what hybrid search does with the linear model off (the lookup needs no fitted weights)."""
+    idents = identifiers(query)
+    return sorted(range(len(chunks)), key=lambda i: (not named_entry(idents, chunks[i]), i))
+
+
 def named_entry(query_identifiers: Sequence[str], chunk: StoredChunk) -> bool:
     """Whether the chunk is the entry of an identifier the query names: its last heading is that
     option, variable or API name (`max_clients (integer)` for "default of max_clients?"). Not a

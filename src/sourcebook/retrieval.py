@@ -27,7 +27,7 @@ from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
 from .query_cache import QueryCache
-from .reranking import LinearReranker
+from .reranking import LinearReranker, identifiers, named_first
 from .settings import RetrievalMode, Settings
 from .stores.base import SearchStore
 from .tenants import DEFAULT_TENANT
@@ -58,7 +58,8 @@ class SearchOptions:
     graph_candidates: int = 10
     """Length of the graph list: only its best chunks are worth a boost."""
     rerank: bool = False
-    """Hybrid and graph modes: reorder the first `rerank_candidates` by the offline reranker (reranking.py)."""
+    """Hybrid and graph modes: reorder the first `rerank_candidates` by the offline reranker (reranking.py);
+    off, only the entries the query names by an identifier move first."""
     rerank_candidates: int = 30
 
     def __post_init__(self) -> None:
@@ -198,18 +199,23 @@ class Retriever:
                 ranked = reciprocal_rank_fusion([hybrid, graph], options.rrf_k, [1.0, options.graph_weight])
         if options.min_score is not None:
             ranked = [(cid, score) for cid, score in ranked if score >= options.min_score]
-        if options.rerank and options.mode in _FUSED:
-            ranked = self._rerank(query, ranked, options.rerank_candidates)
+        if options.mode in _FUSED and (options.rerank or identifiers(query)):
+            ranked = self._rerank(query, ranked, options)
         return self._build_hits(ranked, keyword, vector, options, graph)
 
-    def _rerank(self, query: str, ranked: list[tuple[str, float]], candidates: int) -> list[tuple[str, float]]:
-        """`ranked` with its first `candidates` in the reranker's order. A moved hit takes the fused
-        score of the rank it moves to, so scores stay descending and in the mode's units."""
-        head = ranked[:candidates]
+    def _rerank(self, query: str, ranked: list[tuple[str, float]], options: SearchOptions) -> list[tuple[str, float]]:
+        """`ranked` with its first candidates reordered: by the reranker with `rerank`, else only
+        the entries the query names moved first (reranking.py). A moved hit takes the fused score
+        of the rank it moves to, so scores stay descending and in the mode's units."""
+        head = ranked[: options.rerank_candidates]
         chunks = self._store.get_chunks([cid for cid, _ in head])
         head = [(cid, score) for cid, score in head if cid in chunks]
-        order = self._reranker.rerank(query, [chunks[cid] for cid, _ in head], [score for _, score in head])
-        return [(head[i][0], score) for i, (_, score) in zip(order, head)] + ranked[candidates:]
+        candidates = [chunks[cid] for cid, _ in head]
+        if options.rerank:
+            order = self._reranker.rerank(query, candidates, [score for _, score in head])
+        else:
+            order = named_first(query, candidates)
+        return [(head[i][0], score) for i, (_, score) in zip(order, head)] + ranked[options.rerank_candidates :]
 
     def _build_hits(
         self,

@@ -11,7 +11,6 @@ from sourcebook import KnowledgeBase
 from sourcebook.answering.followups import is_generic, offline_follow_ups
 from sourcebook.models import StoredChunk
 from sourcebook.reranking import FEATURES, LinearReranker, identifiers
-from sourcebook.settings import Settings
 
 # A DocBook-style configuration chapter: neighbouring parameters whose definitions look alike
 # ("max_clients" must not be answered with reserved_clients' "three connections").
@@ -58,9 +57,9 @@ def manual_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBas
     docs = tmp_path_factory.mktemp("manual")
     (docs / "config.html").write_text(SERVER_CONFIG)
     (docs / "git-push.html").write_text(PUSH_MANUAL)
-    # Reranking on: hybrid alone ranks reserved_clients (which mentions max_clients) above the
-    # max_clients entry, and answers see one chunk per page.
-    with KnowledgeBase.open(docs / "kb.db", Settings(db=str(docs / "kb.db"), rerank=True)) as kb:
+    # Default settings (the linear reranker off): fusion alone ranks reserved_clients, which
+    # mentions max_clients, above the max_clients entry; the named entry still comes first.
+    with KnowledgeBase.open(docs / "kb.db") as kb:
         kb.add(str(docs / "config.html"))
         kb.add(str(docs / "git-push.html"))
         yield kb
@@ -113,8 +112,9 @@ def test_generic_headings_never_become_follow_ups() -> None:
     assert unanswerable == ()
 
 
-def test_the_reranker_puts_the_definition_first(manual_kb: KnowledgeBase) -> None:
-    hits = manual_kb.search("max_clients", rerank=True, top_k=3, per_document=0)
+@pytest.mark.parametrize("rerank", [False, True], ids=["named-entry-lookup", "linear-reranker"])
+def test_search_puts_the_named_definition_first(manual_kb: KnowledgeBase, rerank: bool) -> None:
+    hits = manual_kb.search("What is the default value of max_clients?", rerank=rerank, top_k=3, per_document=0)
     assert hits[0].chunk.heading_path[-1] == "max_clients (integer)"
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
