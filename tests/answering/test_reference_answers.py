@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sourcebook import KnowledgeBase
+from sourcebook.answering.focus import Focus, missing_value, stated
 from sourcebook.answering.followups import is_generic, offline_follow_ups
 from sourcebook.models import StoredChunk
 from sourcebook.reranking import FEATURES, LinearReranker, identifiers
@@ -128,3 +129,20 @@ def test_reranker_features_reward_the_asked_entry() -> None:
     assert identifiers("Is --force-with-lease like git 2.39 or core.autocrlf, e.g. HashMap?") == [
         "--force-with-lease", "core.autocrlf", "hashmap",
     ]
+
+
+def test_a_sentence_about_this_command_is_led_by_the_command_named_above_it() -> None:
+    text = ("5.1 Character protrusion\n\n[<options>]{<set of fonts>}{<protrusion settings>}\\SetProtrusion\n\n"
+            "Using this command, you can set the protrusion factors of a font. It takes three arguments.")
+    signature = chunk(("Manual", "5.1 Character protrusion"), text)
+    assert stated("Using this command, you can set the protrusion factors of a font.", signature) == (
+        "\\SetProtrusion: Using this command, you can set the protrusion factors of a font."
+    )
+    assert stated("It takes three arguments.", signature) == "It takes three arguments."  # no back-reference
+
+
+def test_a_missing_default_is_looked_for_only_when_asked() -> None:
+    wanted = missing_value(Focus.of("What window size does gc use by default?"), ["The window size used by gc."])
+    assert wanted is not None and wanted("This defaults to 250.") and not wanted("It is used by gc.")
+    assert missing_value(Focus.of("What window size does gc use by default?"), ["This defaults to 250."]) is None
+    assert missing_value(Focus.of("What does gc do?"), ["It collects garbage."]) is None

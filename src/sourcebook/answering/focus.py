@@ -28,6 +28,14 @@ _DIGIT = re.compile(r"\d")
 _LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
 _NEGATABLE = re.compile(r"--\[no-\]([\w-]+)")
 
+_BACK_REFERENCE = re.compile(
+    r"^(?:\w+\s+){0,2}(?:this|the above)\s+(?:command|option|macro|environment|function|method|parameter|variable|key|setting|flag)\b",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"\\[A-Za-z@]+\*?|--?[A-Za-z][\w-]*|\b[A-Za-z_]\w*(?:[._]\w+)+|\b[a-z]+[A-Z]\w*")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
+
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
 IDENTIFIER_BONUS = 0.10
 ENTRY_BONUS = 0.08
@@ -113,10 +121,24 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
     return None
 
 
+def referent(sentence: str, text: str) -> str | None:
+    """The name "this command" (option, macro, function...) in `sentence` refers to: the name set
+    on its own just before it in `text`, as manuals print a signature line above its description
+    (`\SetProtrusion[options]{fonts}{settings}`, then "Using this command, you can...")."""
+    if not _BACK_REFERENCE.match(sentence) or sentence not in text:
+        return None
+    before = [part for part in _PARAGRAPH_BREAK.split(text[: text.index(sentence)]) if part.strip()]
+    if not before or len(before[-1]) > _SIGNATURE_MAX_CHARS:
+        return None
+    names = _NAME.findall(before[-1])
+    commands = [name for name in names if name.startswith("\\")]
+    return (commands or names or [None])[0]
+
+
 def stated(sentence: str, chunk: StoredChunk) -> str:
     """`sentence` as the answer states it: led by its entry's term when it does not name it, so
     "Usually, git push refuses..." from the --force-with-lease entry says which option it is about."""
-    term = entry_term(chunk)
+    term = entry_term(chunk) or referent(sentence, chunk.text)
     if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
         return sentence
     # "--[no-]single-branch" documents two options; the answer names both as they are typed.
