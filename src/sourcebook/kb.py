@@ -99,7 +99,10 @@ class KnowledgeBase:
         self._parts = parts
         self._store = parts.store
         self.settings = parts.settings
-        self._retriever = Retriever(self._store, lambda: self.embedder, tenant=self.tenant, cache=lambda: parts.query_cache)
+        self._retriever = Retriever(
+            self._store, lambda: self.embedder, tenant=self.tenant, cache=lambda: parts.query_cache,
+            rerank_model=self.settings.rerank_model,
+        )
 
     @classmethod
     def _over(cls, parts: Components) -> KnowledgeBase:

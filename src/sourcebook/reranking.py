@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -131,6 +132,13 @@ def feature_matrix(query: str, chunks: Sequence[StoredChunk], scores: Sequence[f
     terms = QueryTerms.of(query)
     fused = standardised(scores)
     return np.array([features(terms, chunk, float(z)) for chunk, z in zip(chunks, fused, strict=True)], dtype=np.float64)
+
+
+class Reranker(Protocol):
+    """What the reranking stage asks of a scorer (the linear model, or a cross-encoder)."""
+
+    def rerank(self, query: str, chunks: Sequence[StoredChunk], fused: Sequence[float]) -> list[int]:
+        """The candidates' indexes, best first."""
 
 
 class LinearReranker:

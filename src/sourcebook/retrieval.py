@@ -27,7 +27,8 @@ from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
 from .query_cache import QueryCache
-from .reranking import LinearReranker, identifiers, named_first
+from .crossencoder import reranker_for
+from .reranking import Reranker, identifiers, named_first
 from .settings import RetrievalMode, Settings
 from .stores.base import SearchStore
 from .tenants import DEFAULT_TENANT
@@ -132,14 +133,17 @@ class Retriever:
     def __init__(
         self, store: SearchStore, embedder: Callable[[], Embedder], *, tenant: str = DEFAULT_TENANT,
         cache: Callable[[], QueryCache | None] = lambda: None,
+        rerank_model: str | None = None,
     ) -> None:
         """`tenant` (the store's) keys the cache; `cache` gives the knowledge base's cache at each
-        search, so one the server turns on later serves retrievers built before."""
+        search, so one the server turns on later serves retrievers built before; `rerank_model`
+        is a cross-encoder's folder for the reranking stage (else its linear model)."""
         self._store = store
         self._embedder = embedder
         self._tenant = tenant
         self._cache = cache
-        self._reranker = LinearReranker()
+        self._rerank_model = rerank_model
+        self._reranker: Reranker | None = None  # loaded by the first search that reranks
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Batch-embed queries (one model call for many, as `search --queries-file` does), unless
@@ -212,6 +216,8 @@ class Retriever:
         head = [(cid, score) for cid, score in head if cid in chunks]
         candidates = [chunks[cid] for cid, _ in head]
         if options.rerank:
+            if self._reranker is None:
+                self._reranker = reranker_for(self._rerank_model)
             order = self._reranker.rerank(query, candidates, [score for _, score in head])
         else:
             order = named_first(query, candidates)

@@ -99,6 +99,10 @@ class Settings(BaseSettings):
         False, description="reorder hybrid search's first candidates by the offline reranker (README, Quality)"
     )
     rerank_candidates: int = Field(30, ge=1, description="how many of hybrid search's first hits the reranker reorders")
+    rerank_model: str | None = Field(
+        None, description="folder of an ONNX cross-encoder (model.onnx, tokenizer.json) that scores the reranking "
+        "stage instead of its linear model; not measured here (none offline)",
+    )
     query_cache_entries: int = Field(
         0, ge=0,
         description="cache this many query embeddings, search results and answers in memory (0 = off; "

@@ -124,7 +124,7 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
 def referent(sentence: str, text: str) -> str | None:
     """The name "this command" (option, macro, function...) in `sentence` refers to: the name set
     on its own just before it in `text`, as manuals print a signature line above its description
-    (`\SetProtrusion[options]{fonts}{settings}`, then "Using this command, you can...")."""
+    (`\\SetProtrusion[options]{fonts}{settings}`, then "Using this command, you can...")."""
     if not _BACK_REFERENCE.match(sentence) or sentence not in text:
         return None
     before = [part for part in _PARAGRAPH_BREAK.split(text[: text.index(sentence)]) if part.strip()]
