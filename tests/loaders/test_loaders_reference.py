@@ -115,6 +115,11 @@ Options come after the command.
 - **retries** - how many times to retry.
   - nested note
 
+## Roles
+
+- **Lead:** runs the call.
+- **Scribe:** takes notes.
+
 ## Steps
 
 - **Bold** start of a plain list
@@ -127,8 +132,9 @@ def test_markdown_definition_lists_and_bold_term_lists() -> None:
     assert paths_of(doc, "How deep to go") == [("Tool", "Options", "--depth")]
     assert paths_of(doc, "Overwrite existing") == [("Tool", "Options", "--force")]
     assert paths_of(doc, "come after the command") == [("Tool", "Options")]
-    assert paths_of(doc, "seconds to wait") == [("Tool", "Settings", "timeout")]
+    assert paths_of(doc, "timeout: seconds to wait") == [("Tool", "Settings", "timeout")]  # the item as written
     assert paths_of(doc, "nested note") == [("Tool", "Settings", "retries")]
+    assert paths_of(doc, "Lead: runs the call") == [("Tool", "Roles", "Lead")]  # the colon inside the bold
     assert paths_of(doc, "a plain item") == [("Tool", "Steps")]  # not every item names a term: a list
 
 

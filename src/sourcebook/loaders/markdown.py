@@ -47,9 +47,15 @@ def bold_term(token: Token) -> tuple[str, str] | None:
         return None
     after = "".join(child.content if child.type != "softbreak" else " " for child in rest)
     separator = _TERM_SEPARATOR.match(after)
-    if not term.strip() or separator is None or not after[separator.end() :].strip():
+    if term.rstrip().endswith(":"):  # "**Term:** definition": the colon is inside the bold
+        definition = after.strip()
+    elif separator is not None:
+        definition = after[separator.end() :].strip()
+    else:
         return None
-    return term.strip().rstrip(":"), after[separator.end() :].strip()
+    if not term.strip(" :") or not definition:
+        return None
+    return term.strip().rstrip(":").strip(), definition
 
 
 def definition_lines(text: str) -> list[tuple[str, str]]:
@@ -197,7 +203,7 @@ class _TokenWalker:
                     self.builder.add("list", "\n".join(nested))
                     nested = []
                     self.builder.entry(term[0])
-                    self.builder.add("paragraph", term[1])
+                    self.builder.add("paragraph", line)  # the item as written: "timeout: seconds to wait"
                 else:  # a nested item's line stays in its entry
                     nested.append(line)
             self.builder.add("list", "\n".join(nested))
