@@ -13,6 +13,10 @@ Graph-augmented retrieval (graph/search.py) adds a third list, the chunks linked
 entities the question names and to their neighbours. Its scores are not comparable to
 the others', so it always joins by RRF: mode "graph" fuses keyword, vector and graph
 lists by RRF; hybrid with `graph=True` fuses hybrid's own ranking with the graph list.
+
+Then the reranking stage (reranking.py) reorders the fused list's first candidates: always the
+entries a query names by an identifier first; with `rerank`, the rest by a fitted linear model or
+a cross-encoder of the user's choice (crossencoder.py).
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .crossencoder import reranker_for
 from .embedders.base import Embedder
 from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter
 from .query_cache import QueryCache
-from .crossencoder import reranker_for
 from .reranking import Reranker, identifiers, named_first
 from .settings import RetrievalMode, Settings
 from .stores.base import SearchStore
