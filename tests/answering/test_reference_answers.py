@@ -146,3 +146,24 @@ def test_a_missing_default_is_looked_for_only_when_asked() -> None:
     assert wanted is not None and wanted("This defaults to 250.") and not wanted("It is used by gc.")
     assert missing_value(Focus.of("What window size does gc use by default?"), ["This defaults to 250."]) is None
     assert missing_value(Focus.of("What does gc do?"), ["It collects garbage."]) is None
+
+
+SETTINGS_TABLE = """# Search settings
+
+These settings shape every search the service runs; the table lists each with its default.
+
+| Setting | Default | Meaning |
+| --- | --- | --- |
+| top_k | 10 | how many hits a search returns |
+| chunk_overlap | 0.15 | the share of a chunk repeated in the next |
+| fusion_weight | 0.3 | the keyword share of hybrid fusion |
+"""
+
+
+def test_a_table_row_answers_with_its_header(tmp_path: Path) -> None:
+    (tmp_path / "settings.md").write_text(SETTINGS_TABLE)
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        kb.add(str(tmp_path / "settings.md"))
+        answer = kb.ask("What is the default of chunk_overlap?")
+    assert answer.answer.startswith("| Setting | Default | Meaning | | chunk_overlap | 0.15 |")
+    assert answer.citations[0].quote == "| chunk_overlap | 0.15 | the share of a chunk repeated in the next |"

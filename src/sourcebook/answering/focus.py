@@ -34,6 +34,7 @@ _BACK_REFERENCE = re.compile(
 )
 _NAME = re.compile(r"\\[A-Za-z@]+\*?|--?[A-Za-z][\w-]*|\b[A-Za-z_]\w*(?:[._]\w+)+|\b[a-z]+[A-Z]\w*")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_TABLE_RULE = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
 _SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
@@ -95,7 +96,8 @@ def asks_about(focus: Focus, term: str) -> bool:
 def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool) -> float:
     """How much more `sentence` (of `chunk`) states what the question asks than its relevance says."""
     term = entry_term(chunk)
-    lowered = f"{term or ''} {sentence}".lower()  # an entry's sentences name its term implicitly
+    # An entry's sentences name its term implicitly, a table row its column names.
+    lowered = f"{term or ''} {table_header(sentence, chunk.text) or ''} {sentence}".lower()
     total = 0.0
     if focus.identifiers:
         total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
@@ -135,9 +137,27 @@ def referent(sentence: str, text: str) -> str | None:
     return (commands or names or [None])[0]
 
 
+def table_header(sentence: str, text: str) -> str | None:
+    """The header row of the Markdown table `sentence` is a body row of, in `text` (None for prose):
+    a row quoted alone ("| top_k | 10 |") says nothing without its column names."""
+    if not (sentence.startswith("|") and sentence.endswith("|")):
+        return None
+    lines = text[: text.find(sentence)].splitlines() if sentence in text else []
+    for index in range(len(lines) - 1, 0, -1):
+        if _TABLE_RULE.fullmatch(lines[index].strip()):
+            header = lines[index - 1].strip()
+            return header if header != sentence and header.startswith("|") else None
+        if not lines[index].strip().startswith("|"):
+            return None
+    return None
+
+
 def stated(sentence: str, chunk: StoredChunk) -> str:
     """`sentence` as the answer states it: led by its entry's term when it does not name it, so
     "Usually, git push refuses..." from the --force-with-lease entry says which option it is about."""
+    header = table_header(sentence, chunk.text)
+    if header is not None:
+        return f"{header} {sentence}"
     term = entry_term(chunk) or referent(sentence, chunk.text)
     if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
         return sentence
