@@ -100,7 +100,10 @@ class KnowledgeBase:
         self._parts = parts
         self._store = parts.store
         self.settings = parts.settings
-        self._retriever = Retriever(self._store, lambda: self.embedder, tenant=self.tenant, cache=lambda: parts.query_cache)
+        self._retriever = Retriever(
+            self._store, lambda: self.embedder, tenant=self.tenant, cache=lambda: parts.query_cache,
+            rerank_model=self.settings.rerank_model,
+        )
 
     @classmethod
     def _over(cls, parts: Components) -> KnowledgeBase:
@@ -261,12 +264,14 @@ class KnowledgeBase:
         min_score: float | None = None,
         per_document: int | None = None,
         graph: bool | None = None,
+        rerank: bool | None = None,
     ) -> list[Hit]:
         """Ranked hits for `query`. Scores are in the mode's units (BM25, cosine, or RRF).
-        `graph` adds the knowledge graph's list to hybrid search (settings.graph_retrieval)."""
+        `graph` adds the knowledge graph's list to hybrid search (settings.graph_retrieval);
+        `rerank` reorders hybrid's first candidates by the offline reranker (settings.rerank)."""
         options = self._options(
             mode=mode, top_k=top_k, collection=collection, document_ids=document_ids, metadata=metadata,
-            min_score=min_score, per_document=per_document, graph=graph,
+            min_score=min_score, per_document=per_document, graph=graph, rerank=rerank,
         )
         return self._retriever.search(query, options)
 

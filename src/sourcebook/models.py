@@ -17,7 +17,8 @@ from typing import Any, Literal
 from .errors import InvalidMetadataError
 from .locations import location
 
-BlockKind = Literal["heading", "paragraph", "list", "table", "code"]
+BlockKind = Literal["heading", "term", "paragraph", "list", "table", "code"]
+"""A "term" is a reference entry's heading (an option, a variable, an API name): loaders/reference.py."""
 
 
 def sha256_text(text: str) -> str:

@@ -13,6 +13,10 @@ Graph-augmented retrieval (graph/search.py) adds a third list, the chunks linked
 entities the question names and to their neighbours. Its scores are not comparable to
 the others', so it always joins by RRF: mode "graph" fuses keyword, vector and graph
 lists by RRF; hybrid with `graph=True` fuses hybrid's own ranking with the graph list.
+
+Then the reranking stage (reranking.py) reorders the fused list's first candidates: always the
+entries a query names by an identifier first; with `rerank`, the rest by a fitted linear model or
+a cross-encoder of the user's choice (crossencoder.py).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .crossencoder import reranker_for
 from .embedders.base import Embedder
 from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter, StoredChunk
 from .query_cache import QueryCache
+from .reranking import Reranker, identifiers, named_first
 from .settings import RetrievalMode, Settings
 from .stores.base import SearchStore
 from .stores.common import document_of
@@ -57,6 +63,10 @@ class SearchOptions:
     """The graph list's RRF weight relative to hybrid's ranking (in mode "graph": to half of keyword + vector)."""
     graph_candidates: int = 10
     """Length of the graph list: only its best chunks are worth a boost."""
+    rerank: bool = False
+    """Hybrid and graph modes: reorder the first `rerank_candidates` by the offline reranker (reranking.py);
+    off, only the entries the query names by an identifier move first."""
+    rerank_candidates: int = 30
 
     def __post_init__(self) -> None:
         if self.mode not in SEARCH_MODES:
@@ -80,6 +90,8 @@ class SearchOptions:
             "keyword_weight": settings.fusion_keyword_weight,
             "rrf_k": settings.rrf_k,
             "graph": settings.graph_retrieval,
+            "rerank": settings.rerank,
+            "rerank_candidates": settings.rerank_candidates,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
@@ -126,13 +138,17 @@ class Retriever:
     def __init__(
         self, store: SearchStore, embedder: Callable[[], Embedder], *, tenant: str = DEFAULT_TENANT,
         cache: Callable[[], QueryCache | None] = lambda: None,
+        rerank_model: str | None = None,
     ) -> None:
         """`tenant` (the store's) keys the cache; `cache` gives the knowledge base's cache at each
-        search, so one the server turns on later serves retrievers built before."""
+        search, so one the server turns on later serves retrievers built before; `rerank_model`
+        is a cross-encoder's folder for the reranking stage (else its linear model)."""
         self._store = store
         self._embedder = embedder
         self._tenant = tenant
         self._cache = cache
+        self._rerank_model = rerank_model
+        self._reranker: Reranker | None = None  # loaded by the first search that reranks
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Batch-embed queries (one model call for many, as `search --queries-file` does), unless
@@ -192,7 +208,25 @@ class Retriever:
                 ranked = reciprocal_rank_fusion([hybrid, graph], options.rrf_k, [1.0, options.graph_weight])
         if options.min_score is not None:
             ranked = [(cid, score) for cid, score in ranked if score >= options.min_score]
+        if options.mode in _FUSED and (options.rerank or identifiers(query)):
+            ranked = self._rerank(query, ranked, options)
         return self._build_hits(ranked, keyword, vector, options, graph)
+
+    def _rerank(self, query: str, ranked: list[tuple[str, float]], options: SearchOptions) -> list[tuple[str, float]]:
+        """`ranked` with its first candidates reordered: by the reranker with `rerank`, else only
+        the entries the query names moved first (reranking.py). A moved hit takes the fused score
+        of the rank it moves to, so scores stay descending and in the mode's units."""
+        head = ranked[: options.rerank_candidates]
+        chunks = self._store.get_chunks([cid for cid, _ in head])
+        head = [(cid, score) for cid, score in head if cid in chunks]
+        candidates = [chunks[cid] for cid, _ in head]
+        if options.rerank:
+            if self._reranker is None:
+                self._reranker = reranker_for(self._rerank_model)
+            order = self._reranker.rerank(query, candidates, [score for _, score in head])
+        else:
+            order = named_first(query, candidates)
+        return [(head[i][0], score) for i, (_, score) in zip(order, head)] + ranked[options.rerank_candidates :]
 
     def _build_hits(
         self,

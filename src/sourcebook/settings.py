@@ -95,6 +95,14 @@ class Settings(BaseSettings):
     candidates: int = Field(200, ge=1, description="hits each retriever contributes to fusion")
     per_document: int = Field(1, ge=0, description="most chunks per document in search results; 0 = no limit")
     min_score: float | None = Field(None, description="drop hits whose score (in the mode's units) is below this")
+    rerank: bool = Field(
+        False, description="reorder hybrid search's first candidates by the offline reranker (README, Quality)"
+    )
+    rerank_candidates: int = Field(30, ge=1, description="how many of hybrid search's first hits the reranker reorders")
+    rerank_model: str | None = Field(
+        None, description="folder of an ONNX cross-encoder (model.onnx, tokenizer.json) that scores the reranking "
+        "stage instead of its linear model; not measured here (none offline)",
+    )
     query_cache_entries: int = Field(
         0, ge=0,
         description="cache this many query embeddings, search results and answers in memory (0 = off; "

@@ -7,7 +7,8 @@ import codecs
 import pytest
 
 from sourcebook.errors import EmptyDocumentError, LoaderError
-from sourcebook.loaders.text import TextLoader, clean_code, clean_inline, decode_text, title_from_source
+from sourcebook.loaders.plaintext import TextLoader
+from sourcebook.loaders.text import clean_code, clean_inline, decode_text, title_from_source
 
 load = TextLoader().load
 

@@ -15,7 +15,9 @@ import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Answer, Citation, Hit
+from ..reranking import identifiers, named_entry
 from ..chunking import sentence_texts
+from .focus import Focus, bonus, missing_value, stated
 from .lexical import content_terms, overlap
 
 ABSTENTION_TEXT = "The knowledge base does not contain an answer to this question."
@@ -34,7 +36,10 @@ class ScoredSentence:
     text: str
     hit: Hit
     score: float
+    """Relevance to the question (what abstention and confidence read)."""
     similarity: float
+    rank_score: float = 0.0
+    """`score` plus how directly the sentence states what was asked (focus.py): what picks the answer."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,15 @@ def is_statement(sentence: str) -> bool:
     )
 
 
+def _defining(question: str, scored: list[ScoredSentence]) -> list[ScoredSentence]:
+    """The sentences of the entries the question names (`--force`, `max_connections`), when some
+    were retrieved: the definition of the asked term answers, not a neighbour that mentions it
+    ("must be less than max_connections" in the entry of reserved connections). Else all of them."""
+    names = identifiers(question)
+    defining = [s for s in scored if named_entry(names, s.hit.chunk)]
+    return defining or scored
+
+
 class ExtractiveAnswerer:
     def __init__(self, embedder: Embedder, config: ExtractiveConfig) -> None:
         self._embedder = embedder
@@ -67,7 +81,15 @@ class ExtractiveAnswerer:
         if best is None or best.score < self._config.min_score:
             confidence = self._confidence(best.score) if best else 0.0
             return Answer(question, ABSTENTION_TEXT, True, (), round(confidence, 4), tuple(hits))
-        chosen = [s for s in scored if s.score >= best.score - SELECTION_MARGIN][: self._config.max_sentences]
+        ranked = sorted(_defining(question, scored), key=lambda s: -s.rank_score)
+        top = ranked[0].rank_score
+        chosen = [s for s in ranked if s.rank_score >= top - SELECTION_MARGIN][: self._config.max_sentences]
+        wanted = missing_value(Focus.of(question), [s.text for s in chosen])
+        if wanted is not None:  # the best sentence names the setting; its neighbour may give the value
+            source = chosen[0].hit.chunk.id
+            extra = next((s for s in ranked if s.hit.chunk.id == source and s not in chosen and wanted(s.text)), None)
+            if extra is not None:
+                chosen = [*chosen[: self._config.max_sentences - 1], extra]
         numbers: dict[str, int] = {}
         parts: list[str] = []
         citations: list[Citation] = []
@@ -76,7 +98,7 @@ class ExtractiveAnswerer:
             if chunk.id not in numbers:
                 numbers[chunk.id] = len(numbers) + 1
             n = numbers[chunk.id]
-            parts.append(f"{sentence.text} [{n}]")
+            parts.append(f"{stated(sentence.text, chunk)} [{n}]")
             citations.append(
                 Citation(n, chunk.document_id, chunk.source, chunk.id, sentence.text, chunk.title, chunk.heading_path, chunk.page)
             )
@@ -84,24 +106,31 @@ class ExtractiveAnswerer:
 
     def _score_sentences(self, question: str, hits: list[Hit], question_vector: np.ndarray) -> list[ScoredSentence]:
         candidates: list[tuple[str, Hit]] = []
+        firsts: set[int] = set()  # candidates that open their chunk's text (an entry's definition)
         seen: set[str] = set()
         for hit in hits:
             headings = {" ".join(h.lower().split()) for h in (*hit.chunk.heading_path, hit.chunk.title)}
+            opening = True
             for text in sentence_texts(hit.chunk.text):
                 key = " ".join(text.lower().split())
                 if not is_statement(text) or key in seen or key in headings:
                     continue
                 seen.add(key)
+                if opening:
+                    firsts.add(len(candidates))
+                    opening = False
                 candidates.append((text, hit))
         if not candidates:
             return []
         vectors = self._embedder.embed_documents([text for text, _ in candidates])
         similarities = vectors @ question_vector
         terms = content_terms(question)
-        scored = [
-            ScoredSentence(text, hit, SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, text), float(sim))
-            for (text, hit), sim in zip(candidates, similarities, strict=True)
-        ]
+        focus = Focus.of(question)
+        scored = []
+        for index, ((text, hit), sim) in enumerate(zip(candidates, similarities, strict=True)):
+            score = SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, text)
+            extra = bonus(focus, text, hit.chunk, index in firsts)
+            scored.append(ScoredSentence(text, hit, score, float(sim), score + extra))
         return sorted(scored, key=lambda s: -s.score)
 
     def _confidence(self, score: float) -> float:

@@ -25,6 +25,11 @@ def _stem(word: str) -> str:
     return word
 
 
+def stem_words(text: str) -> list[str]:
+    """Every word of `text`, lower-cased and stemmed, in order (stopwords kept: positions count)."""
+    return [_stem(m.group().lower()) for m in _WORD.finditer(text)]
+
+
 def content_terms(text: str) -> set[str]:
     """Lower-cased, stemmed words of `text` that carry meaning (stopwords dropped)."""
     return {_stem(w) for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _IGNORED}

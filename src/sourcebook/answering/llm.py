@@ -32,7 +32,7 @@ from ..stores.base import DocumentStore
 from .citations import CitationChecker, cited_numbers
 from .confidence import answer_confidence
 from .extractive import ExtractiveAnswerer, ExtractiveConfig
-from .followups import llm_follow_ups, offline_follow_ups
+from .followups import Answerable, llm_follow_ups, names_subject, offline_follow_ups
 from .fullcontext import full_context_sources
 from .prompts import REFUSAL, Source, answer_request, is_refusal
 from .rewrite import rewrite_question, search_rewritten
@@ -109,7 +109,10 @@ class Answerer:
         if self._generator is None or gate.abstained:  # nothing relevant: no LLM call is made
             offline = replace(
                 gate, question=question.text, queries=(question.query,), usage=usage.to_dict(),
-                follow_up_questions=offline_follow_ups((h.chunk for h in hits), {c.chunk_id for c in gate.citations}),
+                follow_up_questions=() if gate.abstained else offline_follow_ups(
+                    (h.chunk for h in hits), {c.chunk_id for c in gate.citations}, question.query,
+                    self._answerable(question.options),
+                ),
                 answerer=gate.answerer if self._generator is None else self._generator.spec,
             )
             if stream:
@@ -188,10 +191,8 @@ class Answerer:
             hits=tuple(hits), mode=mode, queries=tuple(queries),  # type: ignore[arg-type]
             answerer=f"{generation.provider}:{generation.model}",
         )
-        if abstained:
-            follow_ups = offline_follow_ups((h.chunk for h in hits), set())
-            return replace(base, confidence=answer_confidence(retrieval, None, True), usage=usage.to_dict(),
-                           follow_up_questions=follow_ups)
+        if abstained:  # nothing to follow up on: the documents did not answer
+            return replace(base, confidence=answer_confidence(retrieval, None, True), usage=usage.to_dict())
         checked = CitationChecker(self._embedder, self._settings.citation_min_support).check(text, sources)
         cited_ids = {c.chunk_id for c in checked.citations}
         follow_ups = self._follow_ups(question, checked.text, sources, cited_ids, usage, generator)
@@ -210,7 +211,20 @@ class Answerer:
             usage.add("follow_ups", generation, error)
             if questions:
                 return questions
-        return offline_follow_ups(chunks, cited)
+        return offline_follow_ups(chunks, cited, question.query, self._answerable(question.options))
+
+    def _answerable(self, options: SearchOptions) -> Answerable:
+        """A follow-up's check: a keyword search for its subject finds a passage naming it."""
+        quick = replace(options, mode="keyword", top_k=3, per_document=1, min_score=None, graph=False, rerank=False)
+
+        def answerable(subject: str) -> bool:
+            try:
+                hits = self._retriever.search(subject, quick)
+            except InvalidQueryError:
+                return False
+            return names_subject(subject, [hit.chunk for hit in hits])
+
+        return answerable
 
 
 class AnswerStream:

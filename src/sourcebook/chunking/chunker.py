@@ -49,6 +49,7 @@ pays off while more than about half fit."""
 _BATCH_SIZE = 512
 """Texts per call of the counter when counting for many documents at once."""
 
+_HEADINGS = ("heading", "term")  # a reference entry's term opens a section as a heading does
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
 _NEWLINE = re.compile(r"\n\s*")
 _WORD = re.compile(r"\S+")
@@ -194,7 +195,7 @@ _LINE_LEVELS: tuple[Splitter, ...] = (_paragraphs, _lines, _sentences, _words, _
 
 
 def _levels_for(block: Block) -> tuple[Splitter, ...]:
-    return _PROSE_LEVELS if block.kind in ("paragraph", "heading") else _LINE_LEVELS
+    return _PROSE_LEVELS if block.kind in ("paragraph", *_HEADINGS) else _LINE_LEVELS
 
 
 def _common_path(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
@@ -402,7 +403,8 @@ class _DocumentChunker:
 
     @cached_property
     def _one_page(self) -> bool:
-        return len({block.page for block in self.blocks}) <= 1
+        """May be one chunk: on one page, and no reference entries (each entry is its own unit)."""
+        return len({block.page for block in self.blocks}) <= 1 and all(b.kind != "term" for b in self.blocks)
 
     @cached_property
     def _trimmed_blocks(self) -> list[tuple[Span, tuple[Splitter, ...]]]:
@@ -451,14 +453,14 @@ class _DocumentChunker:
         previous: Block | None = None
         for piece in pieces:
             block = self.blocks[self._block_index(piece.start)]
-            starts_section = block.kind == "heading" or (
+            starts_section = block.kind in _HEADINGS or (
                 previous is not None and (block.heading_path, block.page) != (previous.heading_path, previous.page)
             )
             if not sections or (has_body and starts_section):
                 sections.append([])
                 has_body = False
             sections[-1].append(piece)
-            has_body = has_body or block.kind != "heading"
+            has_body = has_body or block.kind not in _HEADINGS
             previous = block
         return sections
 

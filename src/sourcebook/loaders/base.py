@@ -66,7 +66,7 @@ LOADERS: PluginKind[Loader] = PluginKind(
         Builtin("markdown", "sourcebook.loaders.markdown:MarkdownLoader"),
         Builtin("html", "sourcebook.loaders.html:HtmlLoader"),
         Builtin("pdf", "sourcebook.loaders.pdf:PdfLoader"),
-        Builtin("text", "sourcebook.loaders.text:TextLoader"),
+        Builtin("text", "sourcebook.loaders.plaintext:TextLoader"),
         # Office and e-book formats: their libraries (the `office` extra) load with a file.
         Builtin("docx", "sourcebook.loaders.word:DocxLoader"),
         Builtin("pptx", "sourcebook.loaders.slides:PptxLoader"),

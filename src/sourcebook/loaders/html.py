@@ -14,6 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..errors import LoaderError
 from ..models import ParsedDocument
+from .reference import entry_term
 from .tables import add_table
 from .text import DocumentBuilder, clean_inline, decode_text
 
@@ -38,6 +39,16 @@ _BLOCKS = frozenset(
         "tbody", "td", "tfoot", "th", "thead", "tr",
     }
 )  # fmt: skip
+# Navigation that pages mark by class or id rather than by <nav> or a role: DocBook's Prev/Up/Next
+# strips (navheader, navfooter) and tables of contents, AsciiDoc's #toc and "Last updated" #footer,
+# Sphinx's sidebar, breadcrumbs everywhere. Dropped before chunking: they repeat on every page.
+_NAV_CLASSES = frozenset(
+    {
+        "navheader", "navfooter", "toc", "breadcrumb", "breadcrumbs", "sphinxsidebar", "list-of-tables",
+        "list-of-figures", "list-of-examples", "navbar", "navigation", "skip-link", "headerlink",
+    }
+)  # fmt: skip
+_NAV_IDS = frozenset({"toc", "footer", "breadcrumb", "breadcrumbs", "navigation", "sidebar", "toctitle"})
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w:.-]+)|<\?xml[^>]+encoding\s*=\s*["']([\w:.-]+)""",
@@ -58,8 +69,12 @@ def _dropped(node: LexborNode, in_section: bool) -> bool:
     if tag in _DROP_TAGS or (tag in _PAGE_CHROME and not in_section):
         return True
     attrs = node.attributes
+    classes = (attrs.get("class") or "").split()
     return (
         attrs.get("role") in _DROP_ROLES
+        or attrs.get("id") in _NAV_IDS
+        or any(name in _NAV_CLASSES for name in classes)
+        or "breadcrumb" in (attrs.get("aria-label") or "").lower()
         or ("hidden" in attrs and attrs["hidden"] != "until-found")  # until-found: collapsed, still content
         or attrs.get("aria-hidden") == "true"
         or bool(_HIDDEN_STYLE.search(attrs.get("style") or ""))
@@ -127,6 +142,8 @@ class _HtmlWalker:
     def __init__(self, builder: DocumentBuilder) -> None:
         self.builder = builder
         self.inline: list[str] = []
+        self.entry_depth = 0
+        """How many definition lists the walk is inside (their entries nest in the heading path)."""
 
     def walk(self, node: LexborNode, in_section: bool) -> None:
         """Read a block container: its content, then close the paragraph it left open."""
@@ -153,6 +170,10 @@ class _HtmlWalker:
         elif tag == "pre":
             self.flush()
             self.builder.add("code", node.text(deep=True, strip=False))
+        elif tag == "dl":
+            self.flush()
+            self._definitions(node)
+            self.builder.end_entries(self.entry_depth)
         elif tag == "table" and not _is_layout_table(node):
             self.flush()
             caption = node.css_first("caption")
@@ -162,6 +183,39 @@ class _HtmlWalker:
             self.walk(node, in_section or tag in _SECTIONING)
         else:  # inline: adds to the open paragraph (blocks inside it still break it)
             self._children(node, in_section)
+
+    def _definitions(self, node: LexborNode) -> None:
+        """A definition list (`<dl>`: AsciiDoc and man-page options, DocBook variablelists, Sphinx
+        API entries, glossaries): each term opens an entry that holds its definition, so an option
+        or parameter is a unit of its own with the term in its heading path. Terms given together
+        (`-f`, `--force`) name one entry; `<div>` groups of dt/dd (allowed by HTML) are read through."""
+        depth = self.entry_depth
+        terms: list[str] = []
+        for child in _elements(node):
+            if _dropped(child, True):
+                continue
+            if child.tag == "dt":
+                terms.append(_text(child))
+            elif child.tag == "dd":
+                self._entry(terms, depth)
+                terms = []
+                self.entry_depth = depth + 1
+                self.walk(child, True)
+                self.entry_depth = depth
+            elif child.tag == "div":
+                self._definitions(child)
+        if terms:  # a term with no definition is text of the section it stands in
+            self.builder.end_entries(depth)
+            self.builder.add("paragraph", ", ".join(terms))
+
+    def _entry(self, terms: list[str], depth: int) -> None:
+        full = ", ".join(clean_inline(term) for term in terms if term.strip())
+        if not full:
+            return
+        term = entry_term(terms)
+        self.builder.entry(term, depth)
+        if term != full:  # a long signature: the heading names it, the text keeps all of it
+            self.builder.add("paragraph", full)
 
     def flush(self) -> None:
         self.builder.add("paragraph", "".join(self.inline))

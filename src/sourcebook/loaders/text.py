@@ -35,6 +35,9 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _WESTERN_PUNCTUATION = frozenset("‘’‚“”„–—…•€«»°§©®™·¶±×÷¿¡ªº´¨¸¯µ£¥¢")
 _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
 _TITLE_MAX = 100
+_NAV_WORD = r"(?:prev(?:ious)?|next|up|home|top|contents|index|table of contents|back)"
+_NAV_STRIP = re.compile(rf"^[\s|·•:«»<>\-–—\[\]]*(?:{_NAV_WORD}[\s|·•:«»<>\-–—\[\]]*)+$", re.IGNORECASE)
+"""A block that only links around a site ("Prev | Up | Next", "Home", "Contents"): dropped."""
 
 
 def decode_text(data: bytes, source: str, declared: str | None = None) -> tuple[str, str]:
@@ -153,6 +156,10 @@ def short_title(line: str) -> str:
     return line[:_TITLE_MAX].rsplit(" ", 1)[0] + "…"
 
 
+ENTRY_LEVEL = 10
+"""Heading level of a reference entry: deeper than any real heading (HTML's go to 6)."""
+
+
 class DocumentBuilder:
     """Collects blocks in reading order and gives each the headings above it.
 
@@ -186,10 +193,30 @@ class DocumentBuilder:
             self.first_h1 = text
         self._blocks.append(Block("heading", text, self._path(), page))
 
+    def entry(self, term: str, depth: int = 0, page: int | None = None) -> None:
+        """Open a reference entry (a definition list's term, a man page option, an API signature):
+        a heading below every real one, so the term ends the heading path of its definition and
+        the chunker gives the entry its own chunk. `depth` counts the entry lists it is nested in;
+        a real heading, `end_entries` or a sibling entry closes it."""
+        text = clean_inline(term)
+        if not text:
+            return
+        level = ENTRY_LEVEL + depth
+        while self._open and self._open[-1][0] >= level:
+            self._open.pop()
+        self._open.append((level, text))
+        self._blocks.append(Block("term", text, self._path(), page))
+
+    def end_entries(self, depth: int = 0) -> None:
+        """Close the entries opened at `depth` or deeper: text after a definition list belongs to
+        the section around the list, not to its last term."""
+        while self._open and self._open[-1][0] >= ENTRY_LEVEL + depth:
+            self._open.pop()
+
     def add(self, kind: BlockKind, text: str, page: int | None = None) -> None:
         """Append a non-heading block; empty text is dropped."""
         text = _CLEANERS.get(kind, clean_inline)(text)
-        if text:
+        if text and (kind == "code" or not _NAV_STRIP.match(text)):
             self._blocks.append(Block(kind, text, self._path(), page))
 
     def build(
@@ -208,56 +235,3 @@ class DocumentBuilder:
 
     def _path(self) -> tuple[str, ...]:
         return tuple(text for _, text in self._open)
-
-
-_ADORNMENT = re.compile(r"""^([=\-~^"'`*+#:.<>_])\1{2,}$""")
-
-
-def _underlined_heading(lines: list[str]) -> tuple[str, tuple[str, bool], list[str]] | None:
-    """Recognise an reStructuredText-style section title at the start of a paragraph.
-
-    Returns (title, style, remaining lines); style is (adornment char, overlined),
-    and its order of first appearance gives the level, as in reST.
-    """
-    stripped = [line.strip() for line in lines[:3]]
-    if len(stripped) >= 3 and _ADORNMENT.match(stripped[0]) and stripped[2] == stripped[0]:
-        title, overlined, rest = stripped[1], True, lines[3:]
-    elif len(stripped) >= 2 and _ADORNMENT.match(stripped[1]):
-        title, overlined, rest = stripped[0], False, lines[2:]
-    else:
-        return None
-    adornment = stripped[1] if not overlined else stripped[0]
-    if not title or _ADORNMENT.match(title) or len(adornment) < len(title):
-        return None
-    return title, (adornment[0], overlined), rest
-
-
-class TextLoader:
-    """Plain text and reStructuredText: paragraphs split on blank lines.
-
-    reST-style underlined titles become headings, which gives .rst files (and the
-    many .txt files written the same way) a real section structure.
-    """
-
-    name: str = "text"
-    media_types: tuple[str, ...] = ("text/plain", "text/x-rst")
-    extensions: tuple[str, ...] = (".txt", ".text", ".rst")
-
-    def load(self, data: bytes, source: str) -> ParsedDocument:
-        text, encoding = decode_text(data, source)
-        builder = DocumentBuilder()
-        styles: list[tuple[str, bool]] = []
-        for paragraph in split_paragraphs(text):
-            lines = paragraph.split("\n")
-            heading = _underlined_heading(lines)
-            if heading is None:
-                builder.add("paragraph", paragraph)
-                continue
-            title, style, rest = heading
-            if style not in styles:
-                styles.append(style)
-            builder.heading(styles.index(style) + 1, title)
-            builder.add("paragraph", "\n".join(rest))
-        first_line = next((line for line in text.splitlines() if line.strip()), "")
-        title = builder.first_heading or short_title(first_line)
-        return builder.build(source, title, self.media_types[0], {"encoding": encoding})

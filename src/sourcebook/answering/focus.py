@@ -1,0 +1,166 @@
+"""What a question asks for, and how strongly a retrieved sentence gives it.
+
+Embedding similarity picks sentences *about* the question's topic; a reference question wants the
+sentence that *states* the answer: the one naming the asked flag or variable, giving the default
+when the default is asked, holding a value when a number is asked, and inside the entry of the
+asked term (its definition) rather than a passing mention elsewhere. These cues order the
+candidate sentences; they never decide abstention, which stays on the plain relevance score, so
+a question the documents do not answer is not made to look answerable by a stray "default".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..models import StoredChunk
+from ..reranking import TYPE_NOTE, identifiers
+from .lexical import content_terms
+
+_DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
+_WANTS_NAME = re.compile(
+    r"\b(?:how (?:do|can|should) (?:i|you|we)|which|what (?:option|flag|command|setting|variable|parameter|switch|key))\b",
+    re.IGNORECASE,
+)
+_WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+_LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
+_NEGATABLE = re.compile(r"--\[no-\]([\w-]+)")
+
+_BACK_REFERENCE = re.compile(
+    r"^(?:\w+\s+){0,2}(?:this|the above)\s+(?:command|option|macro|environment|function|method|parameter|variable|key|setting|flag)\b",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"\\[A-Za-z@]+\*?|--?[A-Za-z][\w-]*|\b[A-Za-z_]\w*(?:[._]\w+)+|\b[a-z]+[A-Z]\w*")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_TABLE_RULE = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
+_SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
+
+# Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
+IDENTIFIER_BONUS = 0.10
+ENTRY_BONUS = 0.08
+DEFINITION_BONUS = 0.03
+DEFAULT_BONUS = 0.08
+NAME_BONUS = 0.05
+NUMBER_BONUS = 0.04
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The cues of one question."""
+
+    identifiers: tuple[str, ...]
+    terms: frozenset[str]
+    wants_default: bool
+    wants_name: bool
+    wants_number: bool
+
+    @classmethod
+    def of(cls, question: str) -> Focus:
+        return cls(
+            tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
+            bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
+        )
+
+
+def entry_term(chunk: StoredChunk) -> str | None:
+    """The term a chunk defines, when it is a reference entry: its last heading names an option,
+    variable or API (`--force`, `core.autocrlf`, `max_connections (integer)`, `<refspec>`)."""
+    if not chunk.heading_path:
+        return None
+    term = chunk.heading_path[-1]
+    return term if looks_like_term(term) else None
+
+
+def looks_like_term(heading: str) -> bool:
+    """A heading made of names only: `-n, --dry-run`, `core.autocrlf`, `max_connections (integer)`,
+    `<refspec>`, `json.dumps()`; not a title such as "git-push(1) Manual Page" or "3.1. Settings"."""
+    names = [TYPE_NOTE.sub("", part).strip() for part in heading.split(",")]
+    return all(
+        name and " " not in name
+        and (name.startswith(("-", "<")) or name.endswith("()") or bool(identifiers(name)) or _LOWER_NAME.fullmatch(name))
+        for name in names
+    )
+
+
+def asks_about(focus: Focus, term: str) -> bool:
+    """Whether the question names `term` (one of its identifiers, or all of its words)."""
+    lowered = term.lower()
+    if any(ident in lowered for ident in focus.identifiers):
+        return True
+    words = content_terms(term)
+    return bool(words) and words <= focus.terms
+
+
+def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool) -> float:
+    """How much more `sentence` (of `chunk`) states what the question asks than its relevance says."""
+    term = entry_term(chunk)
+    # An entry's sentences name its term implicitly, a table row its column names.
+    lowered = f"{term or ''} {table_header(sentence, chunk.text) or ''} {sentence}".lower()
+    total = 0.0
+    if focus.identifiers:
+        total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
+    if term is not None and asks_about(focus, term):
+        total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
+    if focus.wants_default and _DEFAULT.search(sentence):
+        total += DEFAULT_BONUS
+    if focus.wants_name and (identifiers(sentence) or term is not None):
+        total += NAME_BONUS
+    if focus.wants_number and _DIGIT.search(sentence):
+        total += NUMBER_BONUS
+    return total
+
+
+def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] | None:
+    """What the `chosen` sentences fail to state although the question asks it (the default, a
+    number), as a test for a sentence that states it; None when nothing asked is missing. "The
+    window size used by git gc --aggressive" describes the setting; "This defaults to 250" answers."""
+    if focus.wants_default and not any(_DEFAULT.search(text) for text in chosen):
+        return lambda text: bool(_DEFAULT.search(text))
+    if focus.wants_number and not any(_DIGIT.search(text) for text in chosen):
+        return lambda text: bool(_DIGIT.search(text))
+    return None
+
+
+def referent(sentence: str, text: str) -> str | None:
+    """The name "this command" (option, macro, function...) in `sentence` refers to: the name set
+    on its own just before it in `text`, as manuals print a signature line above its description
+    (`\\SetProtrusion[options]{fonts}{settings}`, then "Using this command, you can...")."""
+    if not _BACK_REFERENCE.match(sentence) or sentence not in text:
+        return None
+    before = [part for part in _PARAGRAPH_BREAK.split(text[: text.index(sentence)]) if part.strip()]
+    if not before or len(before[-1]) > _SIGNATURE_MAX_CHARS:
+        return None
+    names = _NAME.findall(before[-1])
+    commands = [name for name in names if name.startswith("\\")]
+    return (commands or names or [None])[0]
+
+
+def table_header(sentence: str, text: str) -> str | None:
+    """The header row of the Markdown table `sentence` is a body row of, in `text` (None for prose):
+    a row quoted alone ("| top_k | 10 |") says nothing without its column names."""
+    if not (sentence.startswith("|") and sentence.endswith("|")):
+        return None
+    lines = text[: text.find(sentence)].splitlines() if sentence in text else []
+    for index in range(len(lines) - 1, 0, -1):
+        if _TABLE_RULE.fullmatch(lines[index].strip()):
+            header = lines[index - 1].strip()
+            return header if header != sentence and header.startswith("|") else None
+        if not lines[index].strip().startswith("|"):
+            return None
+    return None
+
+
+def stated(sentence: str, chunk: StoredChunk) -> str:
+    """`sentence` as the answer states it: led by its entry's term when it does not name it, so
+    "Usually, git push refuses..." from the --force-with-lease entry says which option it is about."""
+    header = table_header(sentence, chunk.text)
+    if header is not None:
+        return f"{header} {sentence}"
+    term = entry_term(chunk) or referent(sentence, chunk.text)
+    if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
+        return sentence
+    # "--[no-]single-branch" documents two options; the answer names both as they are typed.
+    named = _NEGATABLE.sub(r"--\1 (--no-\1)", term)
+    return f"{named}: {sentence}"

@@ -1,0 +1,182 @@
+"""Offline reranking of hybrid search's first candidates by features that embeddings and BM25 miss.
+
+Fusion ranks by two similarity scores; neither knows that a question naming `core.autocrlf` is
+answered by the entry whose heading *is* `core.autocrlf`, that every query term sits in one
+sentence of a passage rather than scattered, or that an option name appears verbatim. The
+reranker reorders the first `candidates` hits (30 by default) by a linear model over measured
+features of each (query, chunk) pair:
+
+    fused      the fusion score, standardised over the candidates (what hybrid already knows)
+    terms      share of the query's content words in the chunk (heading path included)
+    idents     share of the query's identifiers found verbatim: tokens with - _ . or digits,
+               CamelCase, --flags (0 when the query has none)
+    title      share of the query's content words in the document's title (and top heading)
+    entry      1 when the chunk's last heading (an entry's term) names an identifier or a
+               content word the query asks about, else 0
+    proximity  matched query words / length of the shortest stretch of the chunk holding them all
+
+The weights are not set by hand: `bench/fit_reranker.py` fits them (logistic regression of
+"this candidate's document is judged relevant") on the fitting splits it names and prints them
+for `LINEAR_WEIGHTS`. Hits past the candidates keep their order after the reranked ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .answering.lexical import content_terms, stem_words
+from .models import StoredChunk
+
+FEATURES = ("fused", "terms", "idents", "title", "entry", "proximity")
+
+LINEAR_WEIGHTS: dict[str, float] = {
+    "fused": 1.2395, "terms": 0.9339, "idents": 0.4663, "title": 1.9499, "entry": 0.1649, "proximity": 0.1309,
+}
+"""Fitted by `bench/fit_reranker.py --beir scifact --fold even --qa gitdoc --split dev` (SciFact's
+even-hash half of the test queries, 135, and gitdoc's 30 answerable dev questions: 12,177 pairs);
+only their ratios matter. SciFact's odd half, pydocs and the test splits were not fitted on."""
+
+_TOKEN = re.compile(r"[\w.<>:/=+@-]+")
+_TRIM = ".,:;?!()[]{}'\"`"
+_CAMEL = re.compile(r"[a-z][A-Z]")
+TYPE_NOTE = re.compile(r"\s*\([^()]*\)\s*$")  # "max_clients (integer)": the type is no part of the name
+_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?")
+
+
+def identifiers(text: str) -> list[str]:
+    """The tokens of `text` that name something exactly (lower-cased): `--force`, `core.autocrlf`,
+    `max_connections`, `utf-8`, `log4j`, `HashMap`. Plain words are not identifiers."""
+    found = []
+    for match in _TOKEN.finditer(text):
+        token = match.group().strip(_TRIM)
+        if len(token) < 2:
+            continue
+        inner = token.lstrip("-")
+        if not any(ch.isalpha() for ch in inner) or _ABBREVIATION.fullmatch(inner):  # 2.39, e.g.
+            continue
+        if (
+            token.startswith("-") and inner
+            or any(mark in inner for mark in "_.-=:/") and any(ch.isalnum() for ch in inner)
+            or any(ch.isdigit() for ch in inner) and any(ch.isalpha() for ch in inner)
+            or _CAMEL.search(inner)
+        ):
+            found.append(token.lower())
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """What the features need of the query, computed once per search."""
+
+    terms: frozenset[str]
+    identifiers: tuple[str, ...]
+
+    @classmethod
+    def of(cls, query: str) -> QueryTerms:
+        return cls(frozenset(content_terms(query)), tuple(identifiers(query)))
+
+
+def _proximity(terms: frozenset[str], words: Sequence[str]) -> float:
+    """Distinct query terms matched / the shortest window of `words` holding all of them (0 below two)."""
+    positions = [(i, word) for i, word in enumerate(words) if word in terms]
+    wanted = {word for _, word in positions}
+    if len(wanted) < 2:
+        return 0.0
+    best = len(words)
+    counts: dict[str, int] = {}
+    left = 0
+    for position, word in positions:
+        counts[word] = counts.get(word, 0) + 1
+        while len(counts) == len(wanted):
+            best = min(best, position - positions[left][0] + 1)
+            first = positions[left][1]
+            counts[first] -= 1
+            if not counts[first]:
+                del counts[first]
+            left += 1
+    return len(wanted) / best
+
+
+def features(query: QueryTerms, chunk: StoredChunk, fused: float) -> list[float]:
+    """The feature vector (in `FEATURES` order) of one candidate; `fused` is its standardised score."""
+    heading_text = " ".join((chunk.title, *chunk.heading_path))
+    full = f"{heading_text}\n{chunk.text}"
+    words = stem_words(chunk.text)
+    chunk_terms = set(words) | content_terms(heading_text)
+    terms = len(query.terms & chunk_terms) / len(query.terms) if query.terms else 0.0
+    lowered = full.lower()
+    idents = sum(ident in lowered for ident in query.identifiers) / len(query.identifiers) if query.identifiers else 0.0
+    outer = " ".join((chunk.title, *chunk.heading_path[:1]))  # the document's name (title, top heading)
+    title = len(query.terms & content_terms(outer)) / len(query.terms) if query.terms else 0.0
+    entry = 0.0
+    if chunk.heading_path:
+        last = chunk.heading_path[-1].lower()
+        named = set(identifiers(last)) | content_terms(last)
+        if any(ident in last for ident in query.identifiers) or (named and named <= set(query.terms) | set(query.identifiers)):
+            entry = 1.0
+    return [fused, terms, idents, title, entry, _proximity(query.terms, words)]
+
+
+def standardised(scores: Sequence[float]) -> np.ndarray:
+    values = np.asarray(scores, dtype=np.float64)
+    return (values - values.mean()) / (values.std() + 1e-9)
+
+
+def feature_matrix(query: str, chunks: Sequence[StoredChunk], scores: Sequence[float]) -> np.ndarray:
+    """One row of features per candidate (chunks and their fused scores, best first)."""
+    terms = QueryTerms.of(query)
+    fused = standardised(scores)
+    return np.array([features(terms, chunk, float(z)) for chunk, z in zip(chunks, fused, strict=True)], dtype=np.float64)
+
+
+class Reranker(Protocol):
+    """What the reranking stage asks of a scorer (the linear model, or a cross-encoder)."""
+
+    def rerank(self, query: str, chunks: Sequence[StoredChunk], fused: Sequence[float]) -> list[int]:
+        """The candidates' indexes, best first."""
+
+
+class LinearReranker:
+    """Reorders candidates by `weights · features`; ties keep the fused order."""
+
+    def __init__(self, weights: dict[str, float] | None = None) -> None:
+        weights = weights or LINEAR_WEIGHTS
+        self._weights = np.array([weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+    def scores(self, query: str, chunks: Sequence[StoredChunk], fused: Sequence[float]) -> np.ndarray:
+        if not chunks:
+            return np.zeros(0)
+        return feature_matrix(query, chunks, fused) @ self._weights
+
+    def rerank(self, query: str, chunks: Sequence[StoredChunk], fused: Sequence[float]) -> list[int]:
+        """The candidates' indexes, best first: the entries the query names by an identifier
+        (`named_entry`), then the others by the linear score."""
+        scores = self.scores(query, chunks, fused)
+        idents = identifiers(query)
+        named = [named_entry(idents, chunk) for chunk in chunks]
+        return sorted(range(len(chunks)), key=lambda i: (not named[i], -scores[i], i))
+
+
+def named_first(query: str, chunks: Sequence[StoredChunk]) -> list[int]:
+    """The candidates' indexes with the entries the query names first, the rest in fused order:
+    what hybrid search does with the linear model off (the lookup needs no fitted weights)."""
+    idents = identifiers(query)
+    return sorted(range(len(chunks)), key=lambda i: (not named_entry(idents, chunks[i]), i))
+
+
+def named_entry(query_identifiers: Sequence[str], chunk: StoredChunk) -> bool:
+    """Whether the chunk is the entry of an identifier the query names: its last heading is that
+    option, variable or API name (`max_clients (integer)` for "default of max_clients?"). Not a
+    weight but a lookup: a reader who names a term wants its definition, not the passages that
+    mention it, which the fused score cannot tell apart (both hold the name)."""
+    if not query_identifiers or not chunk.heading_path:
+        return False
+    last = chunk.heading_path[-1].lower()
+    names = {TYPE_NOTE.sub("", part).strip() for part in last.split(",")}
+    names |= {name.replace("[no-]", "") for name in names}
+    return any(ident in names or ident.split("=")[0] in names for ident in query_identifiers)

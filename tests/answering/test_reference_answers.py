@@ -1,0 +1,169 @@
+"""Answers, follow-ups and reranking on a small reference manual: the asked entry, its value, its term."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sourcebook import KnowledgeBase
+from sourcebook.answering.focus import Focus, missing_value, stated
+from sourcebook.answering.followups import is_generic, offline_follow_ups
+from sourcebook.models import StoredChunk
+from sourcebook.reranking import FEATURES, LinearReranker, identifiers
+
+# A DocBook-style configuration chapter: neighbouring parameters whose definitions look alike
+# ("max_clients" must not be answered with reserved_clients' "three connections").
+SERVER_CONFIG = """<html><head><title>Server configuration</title></head><body>
+<div class="navheader"><table><tr><td><a href="a.html">Prev</a></td><td><a href="c.html">Next</a></td></tr></table></div>
+<h1>Server configuration</h1>
+<h2>Connections and authentication</h2>
+<p>These parameters control how many clients can connect and how they are admitted. Raising the
+number of clients that may connect needs more shared memory; see the memory chapter. Administrators
+often tune max_clients and reserved_clients together after watching the connection count.</p>
+<div class="variablelist"><dl class="variablelist">
+<dt><span class="term"><code>max_clients</code> (<code>integer</code>)</span></dt>
+<dd><p>Determines the maximum number of concurrent connections to the server.
+The default is typically 100 connections, but might be less if the kernel settings will not support it.
+This parameter can only be set at server start.</p></dd>
+<dt><span class="term"><code>reserved_clients</code> (<code>integer</code>)</span></dt>
+<dd><p>Determines the number of connection slots that are reserved for administrators.
+The default is three connections. The value must be less than max_clients.</p></dd>
+<dt><span class="term"><code>listen_port</code> (<code>integer</code>)</span></dt>
+<dd><p>The TCP port the server listens on. The default is 6700. Only set at server start.</p></dd>
+</dl></div>
+<h2>Note</h2>
+<p>Changes to these parameters take effect at the next restart of the server process.</p>
+<div class="navfooter"><a href="index.html">Home</a></div>
+</body></html>"""
+
+PUSH_MANUAL = """<html><head><title>git-push(1)</title></head><body>
+<h1>git-push(1) Manual Page</h1>
+<h2>OPTIONS</h2>
+<div class="dlist"><dl>
+<dt>-n</dt><dt>--dry-run</dt><dd><p>Do everything except actually send the updates.</p></dd>
+<dt>--[no-]force-with-lease</dt>
+<dd><p>Usually, "git push" refuses to update a remote ref that is not an ancestor of the local ref
+used to overwrite it. This option overrides this restriction if the current value of the remote ref
+is the expected value; the push fails otherwise, so nobody else's commits are lost.</p></dd>
+<dt>--atomic</dt><dd><p>Use an atomic transaction on the remote side if available. Either all refs
+are updated, or on error, no refs are updated.</p></dd>
+</dl></div>
+</body></html>"""
+
+
+@pytest.fixture(scope="module")
+def manual_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    docs = tmp_path_factory.mktemp("manual")
+    (docs / "config.html").write_text(SERVER_CONFIG)
+    (docs / "git-push.html").write_text(PUSH_MANUAL)
+    # Default settings (the linear reranker off): fusion alone ranks reserved_clients, which
+    # mentions max_clients, above the max_clients entry; the named entry still comes first.
+    with KnowledgeBase.open(docs / "kb.db") as kb:
+        kb.add(str(docs / "config.html"))
+        kb.add(str(docs / "git-push.html"))
+        yield kb
+
+
+def test_the_default_of_a_parameter_is_its_own_value(manual_kb: KnowledgeBase) -> None:
+    answer = manual_kb.ask("What is the default value of max_clients?")
+    assert not answer.abstained
+    assert "100" in answer.answer.split("[")[0]  # the first sentence states it
+    assert answer.citations[0].heading_path[-1] == "max_clients (integer)"
+    port = manual_kb.ask("Which TCP port does the server listen on by default?")
+    assert "6700" in port.answer
+
+
+def test_an_entry_answer_names_its_option_verbatim(manual_kb: KnowledgeBase) -> None:
+    answer = manual_kb.ask("How do I push without losing commits somebody else pushed in the meantime?")
+    assert not answer.abstained
+    assert answer.answer.startswith("--force-with-lease (--no-force-with-lease): ")  # as the options are typed
+
+
+def test_follow_ups_are_specific_answerable_questions(manual_kb: KnowledgeBase) -> None:
+    answer = manual_kb.ask("What is the default value of max_clients?")
+    assert answer.follow_up_questions
+    for question in answer.follow_up_questions:
+        assert "Note" not in question and "max_clients" not in question
+        assert question.startswith(("What does", "What is")) and question.endswith("?")
+    assert "What is the default of reserved_clients?" in answer.follow_up_questions
+
+
+def test_no_follow_ups_after_an_abstention(manual_kb: KnowledgeBase) -> None:
+    answer = manual_kb.ask("Which company provides the employee pension scheme?")
+    assert answer.abstained
+    assert answer.follow_up_questions == ()
+
+
+def chunk(heading_path: tuple[str, ...], text: str, title: str = "Guide") -> StoredChunk:
+    return StoredChunk("c", "d", "default", "guide.md", title, 0, text, heading_path, None, "")
+
+
+def test_generic_headings_never_become_follow_ups() -> None:
+    chunks = [
+        chunk(("Guide", "Note"), "Remember this."),
+        chunk(("Guide", "EXAMPLES"), "Run it."),
+        chunk(("Guide", "See also"), "Other pages."),
+        chunk(("Guide", "2."), "Numbered."),
+    ]
+    assert offline_follow_ups(chunks, set(), "anything") == ()
+    assert is_generic("Notes") and is_generic("OPTIONS") and not is_generic("Mileage rates")
+    unanswerable = offline_follow_ups([chunk(("Guide", "Mileage rates"), "Paid per km.")], set(), "", lambda s: False)
+    assert unanswerable == ()
+
+
+@pytest.mark.parametrize("rerank", [False, True], ids=["named-entry-lookup", "linear-reranker"])
+def test_search_puts_the_named_definition_first(manual_kb: KnowledgeBase, rerank: bool) -> None:
+    hits = manual_kb.search("What is the default value of max_clients?", rerank=rerank, top_k=3, per_document=0)
+    assert hits[0].chunk.heading_path[-1] == "max_clients (integer)"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_reranker_features_reward_the_asked_entry() -> None:
+    entry = chunk(("Config", "core.autocrlf"), "Setting this variable to true converts line endings.")
+    mention = chunk(("Config", "Overview"), "Many variables exist, such as core.autocrlf and others.")
+    weights = dict.fromkeys(FEATURES, 0.0) | {"entry": 1.0}
+    order = LinearReranker(weights).rerank("what does core.autocrlf do", [mention, entry], [2.0, 1.0])
+    assert order == [1, 0]
+    assert identifiers("Is --force-with-lease like git 2.39 or core.autocrlf, e.g. HashMap?") == [
+        "--force-with-lease", "core.autocrlf", "hashmap",
+    ]
+
+
+def test_a_sentence_about_this_command_is_led_by_the_command_named_above_it() -> None:
+    text = ("5.1 Character protrusion\n\n[<options>]{<set of fonts>}{<protrusion settings>}\\SetProtrusion\n\n"
+            "Using this command, you can set the protrusion factors of a font. It takes three arguments.")
+    signature = chunk(("Manual", "5.1 Character protrusion"), text)
+    assert stated("Using this command, you can set the protrusion factors of a font.", signature) == (
+        "\\SetProtrusion: Using this command, you can set the protrusion factors of a font."
+    )
+    assert stated("It takes three arguments.", signature) == "It takes three arguments."  # no back-reference
+
+
+def test_a_missing_default_is_looked_for_only_when_asked() -> None:
+    wanted = missing_value(Focus.of("What window size does gc use by default?"), ["The window size used by gc."])
+    assert wanted is not None and wanted("This defaults to 250.") and not wanted("It is used by gc.")
+    assert missing_value(Focus.of("What window size does gc use by default?"), ["This defaults to 250."]) is None
+    assert missing_value(Focus.of("What does gc do?"), ["It collects garbage."]) is None
+
+
+SETTINGS_TABLE = """# Search settings
+
+These settings shape every search the service runs; the table lists each with its default.
+
+| Setting | Default | Meaning |
+| --- | --- | --- |
+| top_k | 10 | how many hits a search returns |
+| chunk_overlap | 0.15 | the share of a chunk repeated in the next |
+| fusion_weight | 0.3 | the keyword share of hybrid fusion |
+"""
+
+
+def test_a_table_row_answers_with_its_header(tmp_path: Path) -> None:
+    (tmp_path / "settings.md").write_text(SETTINGS_TABLE)
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        kb.add(str(tmp_path / "settings.md"))
+        answer = kb.ask("What is the default of chunk_overlap?")
+    assert answer.answer.startswith("| Setting | Default | Meaning | | chunk_overlap | 0.15 |")
+    assert answer.citations[0].quote == "| chunk_overlap | 0.15 | the share of a chunk repeated in the next |"
