@@ -39,6 +39,7 @@ from .metrics import mean
 
 _CITATION_MARKER = re.compile(r"\[\d+\]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_WORD_CHAR = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -134,10 +135,43 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def _verbatim(text: str) -> str:
+    """Lowercase, citation markers out, whitespace collapsed: the form identifiers are compared in."""
+    return " ".join(_CITATION_MARKER.sub(" ", unicodedata.normalize("NFKC", text)).lower().split())
+
+
+def contains_verbatim(answer: str, gold: str) -> bool:
+    """Whether `gold` occurs in `answer` as written (case aside), not inside a longer word.
+
+    SQuAD's normalization deletes punctuation, which glues code together:
+    `\\microtypesetup{expansion=false}` becomes one token, so the gold
+    `expansion=false` could never match it. Identifiers, flags and settings are
+    quoted verbatim by a right answer, so a verbatim match counts as well.
+    """
+    needle = _verbatim(gold)
+    if not needle:
+        return False
+    haystack = _verbatim(answer)
+    start = haystack.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before = haystack[start - 1] if start else " "
+        after = haystack[end] if end < len(haystack) else " "
+        if not (_WORD_CHAR.match(before) and _WORD_CHAR.match(needle[0])) and not (
+            _WORD_CHAR.match(after) and _WORD_CHAR.match(needle[-1])
+        ):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
 def contains_answer(answer: str, gold_answers: Iterable[str]) -> bool:
-    """Whether a normalized gold answer occurs in the normalized answer, on word boundaries."""
+    """Whether a gold answer occurs in the answer: normalized on word boundaries, or verbatim."""
     haystack = f" {normalize_answer(answer)} "
-    return any((needle := normalize_answer(gold)) and f" {needle} " in haystack for gold in gold_answers)
+    return any(
+        ((needle := normalize_answer(gold)) and f" {needle} " in haystack) or contains_verbatim(answer, gold)
+        for gold in gold_answers
+    )
 
 
 def _parts(source: str) -> list[str]:
