@@ -38,7 +38,7 @@ from sourcebook.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "questions.jsonl"
-L2 = 1.0
+L2 = 3.0
 MAX_FALSE_ABSTENTION = 0.05
 
 

@@ -10,6 +10,9 @@ citations) are calibrated alike:
     cited_similarity      cosine of the question to the best chunk the answer cites
     answer_similarity     cosine of the question to the answer's own text
     terms_in_sources      share of the question's content words found in the retrieved chunks
+    missing_terms         how many of them no retrieved chunk contains (at most 3): a question
+                          the documents do not answer tends to name one thing they never mention
+    terms_in_cited        share of them in the chunks the answer cites
     terms_in_answer       share of them in the answer (its text and its citations' headings)
     identifiers_in_answer share of the identifiers asked about (`--force-with-lease`,
                           `core.autocrlf`, `\\textls`) quoted verbatim by the answer; 1 when none is asked
@@ -48,6 +51,7 @@ from ..embedders.base import Embedder
 from ..models import Answer, CitationCheck, Hit
 from .lexical import content_terms, overlap
 
+MAX_MISSING_TERMS = 3
 # An identifier: a flag (--force, -x), a TeX command (\textls), a dotted or key=value name
 # (core.autocrlf, verbose=errors, stash@{0}), or a mixedCase / inner-capital name
 # (excludesFile, LetterSpace). Plain hyphenated words (pre-commit) are prose.
@@ -68,6 +72,8 @@ class ConfidenceFeatures:
     cited_similarity: float
     answer_similarity: float
     terms_in_sources: float
+    missing_terms: float
+    terms_in_cited: float
     terms_in_answer: float
     identifiers_in_answer: float
     keyword_rank: float
@@ -93,9 +99,9 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-P_CORRECT = LogisticModel(-4.0, (2.0, 0.0, 2.0, 2.0, 1.0, 1.0, 1.0, 0.5))
-P_ANSWERABLE = LogisticModel(-4.0, (2.0, 0.0, 2.0, 2.0, 2.0, 1.0, 1.0, 0.5))
-ABSTAIN_BELOW = 0.5
+P_CORRECT = LogisticModel(-7.3737, (0.6341, 4.0833, 1.2499, 2.6934, 0.3513, 0.3629, -1.1889, 1.7894, 1.8037, 1.3403))
+P_ANSWERABLE = LogisticModel(-12.3725, (2.7744, 1.958, 3.1477, 8.1435, 2.0433, 0.2733, -0.3849, 0.0783, 2.6064, 0.8315))
+ABSTAIN_BELOW = 0.6368
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,10 @@ class Calibrated:
 def asked_identifiers(question: str) -> set[str]:
     """Identifiers named in the question, lower-cased."""
     return {m.group().lower() for m in _IDENTIFIER.finditer(question)}
+
+
+def _chunk_text(hit: Hit) -> str:
+    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
 
 
 def _vector_scores(hits: Sequence[Hit]) -> list[float]:
@@ -126,9 +136,11 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
     top = scores[0] if scores else 0.0
     second = scores[1] if len(scores) > 1 else 0.0
     terms = content_terms(question)
-    source_text = " ".join(" ".join((*h.chunk.heading_path, h.chunk.title, h.chunk.text)) for h in hits)
+    source_terms = content_terms(" ".join(_chunk_text(h) for h in hits))
+    in_sources = len(terms & source_terms) / len(terms) if terms else 0.0
+    missing = float(min(len(terms - source_terms), MAX_MISSING_TERMS))
     if answer.abstained or not answer.citations:
-        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, overlap(terms, source_text), 0.0, 0.0, 0.0)
+        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, 0.0)
     by_chunk = {h.chunk.id: h for h in hits}
     cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
@@ -141,7 +153,9 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
         similarity_margin=max(top - second, 0.0),
         cited_similarity=max((h.vector_score or 0.0 for h in cited), default=0.0),
         answer_similarity=float(similarity),
-        terms_in_sources=overlap(terms, source_text),
+        terms_in_sources=in_sources,
+        missing_terms=missing,
+        terms_in_cited=overlap(terms, " ".join(_chunk_text(h) for h in cited)),
         terms_in_answer=overlap(terms, answer_text),
         identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 1.0,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
