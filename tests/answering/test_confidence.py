@@ -28,6 +28,7 @@ def test_identifiers_are_flags_commands_settings_and_inner_capitals() -> None:
     }
     assert asked_identifiers("How do I skip the pre-commit hooks, e.g. on a force-push?") == set()
     assert asked_identifiers("Can I use GitPython or LetterSpace?") == {"gitpython", "letterspace"}
+    assert asked_identifiers("What is the installed size of libfoo33 in utf8?") == {"libfoo33", "utf8"}
 
 
 def test_the_fitted_models_cover_every_feature() -> None:
@@ -48,7 +49,8 @@ def _features(**values: float) -> ConfidenceFeatures:
 
 def test_calibrate_scales_correctness_by_citation_support() -> None:
     features = _features(top_similarity=0.8, cited_similarity=0.8, answer_similarity=0.8, terms_in_sources=1.0,
-                         terms_in_cited=1.0, terms_in_answer=1.0, identifiers_in_answer=1.0, keyword_rank=1.0)
+                         terms_in_cited=1.0, terms_in_answer=1.0, identifiers_in_answer=1.0, asks_identifier=1.0,
+                         keyword_rank=1.0)
     verbatim = calibrate(features)
     half = calibrate(features, CitationCheck("partially_supported", 0.5, (), ()))
     assert half.p_correct == pytest.approx(verbatim.p_correct / 2)
@@ -76,7 +78,7 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     features = answer_features(question, answer, embedder.embed_query(question), embedder)
     assert features.top_similarity == 0.8 and features.similarity_margin == pytest.approx(0.2)
     assert features.cited_similarity == 0.8 and features.keyword_rank == 0.5
-    assert features.identifiers_in_answer == 1.0  # the flag is in the cited heading path
+    assert (features.identifiers_in_answer, features.asks_identifier) == (1.0, 1.0)  # in the cited heading path
     assert features.missing_terms == 0.0 and features.terms_in_sources == 1.0
     assert 0.0 < features.terms_in_answer < features.terms_in_cited == 1.0
     assert 0.0 < features.answer_similarity < 1.0
@@ -86,6 +88,7 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     assert abstained.top_similarity == 0.8 and abstained.terms_in_sources == 1.0  # what retrieval found still counts
     assert (abstained.cited_similarity, abstained.answer_similarity, abstained.terms_in_answer,
             abstained.identifiers_in_answer, abstained.keyword_rank) == (0.0, 0.0, 0.0, 0.0, 0.0)
+    assert abstained.asks_identifier == 1.0  # a property of the question
 
 
 def test_the_gate_abstains_below_the_threshold(example_kb: KnowledgeBase) -> None:

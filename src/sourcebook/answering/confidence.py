@@ -15,7 +15,9 @@ citations) are calibrated alike:
     terms_in_cited        share of them in the chunks the answer cites
     terms_in_answer       share of them in the answer (its text and its citations' headings)
     identifiers_in_answer share of the identifiers asked about (`--force-with-lease`,
-                          `core.autocrlf`, `\\textls`) quoted verbatim by the answer; 1 when none is asked
+                          `core.autocrlf`, `\\textls`, `libfoo33`) quoted verbatim by the answer
+                          or its citations' headings; 0 when none is asked
+    asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
@@ -53,13 +55,15 @@ from .lexical import content_terms, overlap
 
 MAX_MISSING_TERMS = 3
 # An identifier: a flag (--force, -x), a TeX command (\textls), a dotted or key=value name
-# (core.autocrlf, verbose=errors, stash@{0}), or a mixedCase / inner-capital name
-# (excludesFile, LetterSpace). Plain hyphenated words (pre-commit) are prose.
+# (core.autocrlf, verbose=errors, stash@{0}), a mixedCase / inner-capital name (excludesFile,
+# LetterSpace), or letters run into digits (libfoo33, utf8, cmr10). Plain hyphenated words
+# (pre-commit) are prose.
 _IDENTIFIER = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*"
     r"|\\[A-Za-z@]+"
     r"|\w{2,}(?:[.=@/:][\w{][\w{}]*)+"
     r"|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*"
+    r"|\b[A-Za-z]+\d\w*"
 )
 
 
@@ -76,6 +80,7 @@ class ConfidenceFeatures:
     terms_in_cited: float
     terms_in_answer: float
     identifiers_in_answer: float
+    asks_identifier: float
     keyword_rank: float
 
     def vector(self) -> tuple[float, ...]:
@@ -99,8 +104,8 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-P_CORRECT = LogisticModel(-7.3737, (0.6341, 4.0833, 1.2499, 2.6934, 0.3513, 0.3629, -1.1889, 1.7894, 1.8037, 1.3403))
-P_ANSWERABLE = LogisticModel(-12.3725, (2.7744, 1.958, 3.1477, 8.1435, 2.0433, 0.2733, -0.3849, 0.0783, 2.6064, 0.8315))
+P_CORRECT = LogisticModel(-7.3737, (0.6341, 4.0833, 1.2499, 2.6934, 0.3513, 0.3629, -1.1889, 1.7894, 1.8037, 0.0, 1.3403))
+P_ANSWERABLE = LogisticModel(-12.3725, (2.7744, 1.958, 3.1477, 8.1435, 2.0433, 0.2733, -0.3849, 0.0783, 2.6064, 0.0, 0.8315))
 ABSTAIN_BELOW = 0.6368
 
 
@@ -139,8 +144,9 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
     source_terms = content_terms(" ".join(_chunk_text(h) for h in hits))
     in_sources = len(terms & source_terms) / len(terms) if terms else 0.0
     missing = float(min(len(terms - source_terms), MAX_MISSING_TERMS))
+    asks = 1.0 if asked_identifiers(question) else 0.0
     if answer.abstained or not answer.citations:
-        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, 0.0)
+        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0)
     by_chunk = {h.chunk.id: h for h in hits}
     cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
@@ -157,7 +163,8 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
         missing_terms=missing,
         terms_in_cited=overlap(terms, " ".join(_chunk_text(h) for h in cited)),
         terms_in_answer=overlap(terms, answer_text),
-        identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 1.0,
+        identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
+        asks_identifier=asks,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
     )
 
