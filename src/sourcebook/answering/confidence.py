@@ -104,9 +104,11 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-P_CORRECT = LogisticModel(-7.3737, (0.6341, 4.0833, 1.2499, 2.6934, 0.3513, 0.3629, -1.1889, 1.7894, 1.8037, 0.0, 1.3403))
-P_ANSWERABLE = LogisticModel(-12.3725, (2.7744, 1.958, 3.1477, 8.1435, 2.0433, 0.2733, -0.3849, 0.0783, 2.6064, 0.0, 0.8315))
-ABSTAIN_BELOW = 0.6368
+# Fitted on 2026-11-25 on this branch merged with refanswer 3dcc245 (its sentence selection and
+# reference chunking change the answers the features are measured on): 104 dev questions.
+P_CORRECT = LogisticModel(-9.007, (3.3034, 1.5831, 4.131, 3.0557, 1.4946, 0.3944, -0.9728, 0.7091, 0.3719, -1.0852, 1.2885))
+P_ANSWERABLE = LogisticModel(-10.2166, (2.6099, 1.187, 3.5076, 8.6639, 2.412, 0.2051, -0.0949, -0.3082, 0.5447, -1.5515, 0.8688))
+ABSTAIN_BELOW = 0.5026
 
 
 @dataclass(frozen=True)
