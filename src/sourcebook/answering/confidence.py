@@ -104,11 +104,11 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-25 on this branch merged with refanswer 3dcc245 (its sentence selection and
+# Fitted on 2026-11-25 on this branch merged with refanswer a136179 (its sentence selection and
 # reference chunking change the answers the features are measured on): 104 dev questions.
-P_CORRECT = LogisticModel(-9.007, (3.3034, 1.5831, 4.131, 3.0557, 1.4946, 0.3944, -0.9728, 0.7091, 0.3719, -1.0852, 1.2885))
-P_ANSWERABLE = LogisticModel(-10.2166, (2.6099, 1.187, 3.5076, 8.6639, 2.412, 0.2051, -0.0949, -0.3082, 0.5447, -1.5515, 0.8688))
-ABSTAIN_BELOW = 0.5026
+P_CORRECT = LogisticModel(-9.935, (2.9729, 1.3687, 3.9106, 4.181, 1.7147, 0.4233, -0.6291, 1.2602, 0.0384, -1.2002, 1.4449))
+P_ANSWERABLE = LogisticModel(-10.3262, (2.6185, 1.3283, 3.5219, 8.8151, 2.4096, 0.2039, -0.0677, -0.3231, 0.5212, -1.5548, 0.8828))
+ABSTAIN_BELOW = 0.5037
 
 
 @dataclass(frozen=True)
