@@ -114,6 +114,11 @@ class Settings(BaseSettings):
         0.40,
         description="abstain when no sentence reaches this relevance (0.75 cosine + 0.25 word overlap with the question)",
     )
+    answer_min_answerable: float | None = Field(
+        None, ge=0, le=1,
+        description="abstain when the calibrated probability that the documents hold an answer is below this "
+        "(None = the threshold fitted with the calibration, answering/confidence.py; 0 = never on this ground)",
+    )
     answer_sources: int = Field(5, ge=1, description="chunks considered when composing an answer")
     answer_sentences: int = Field(4, ge=1, description="most sentences in an extractive answer")
 

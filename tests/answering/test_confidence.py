@@ -1,33 +1,110 @@
-"""The confidence formula on fixed inputs (see answering/confidence.py)."""
+"""Calibrated confidence: the features measured on an answer, and the fitted models applied to them."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from sourcebook.answering.confidence import answer_confidence
-from sourcebook.models import CitationCheck
+from sourcebook import KnowledgeBase
+from sourcebook.answering.confidence import (
+    ABSTAIN_BELOW,
+    FEATURE_NAMES,
+    P_ANSWERABLE,
+    P_CORRECT,
+    ConfidenceFeatures,
+    LogisticModel,
+    answer_features,
+    asked_identifiers,
+    calibrate,
+)
+from sourcebook.models import Answer, Citation, CitationCheck, Hit, StoredChunk
 
 
-def check(ratio: float) -> CitationCheck:
-    verdict = "supported" if ratio == 1 else "unsupported" if ratio == 0 else "partially_supported"
-    return CitationCheck(verdict, ratio, (), ())  # type: ignore[arg-type]
+def test_identifiers_are_flags_commands_settings_and_inner_capitals() -> None:
+    question = r"Does --force-with-lease, core.autocrlf, \textls, stash@{0} or verbose=errors beat excludesFile?"
+    assert asked_identifiers(question) == {
+        "--force-with-lease", "core.autocrlf", r"\textls", "stash@{0}", "verbose=errors", "excludesfile",
+    }
+    assert asked_identifiers("How do I skip the pre-commit hooks, e.g. on a force-push?") == set()
+    assert asked_identifiers("Can I use GitPython or LetterSpace?") == {"gitpython", "letterspace"}
+    assert asked_identifiers("What is the installed size of libfoo33 in utf8?") == {"libfoo33", "utf8"}
 
 
-@pytest.mark.parametrize(("retrieval", "ratio", "expected"), [
-    (0.9, 1.0, 0.9), (0.9, 0.5, 0.45), (0.9, 0.0, 0.0), (0.2, 1.0, 0.2), (0.12345678, 1.0, 0.1235),
-])
-def test_answer_confidence_is_retrieval_times_support(retrieval, ratio, expected):
-    assert answer_confidence(retrieval, check(ratio), abstained=False) == expected
+def test_the_fitted_models_cover_every_feature() -> None:
+    assert len(P_CORRECT.weights) == len(P_ANSWERABLE.weights) == len(FEATURE_NAMES)
+    assert 0.0 < ABSTAIN_BELOW < 1.0
 
 
-def test_abstentions_and_unchecked_answers_report_retrieval_confidence():
-    assert answer_confidence(0.3, check(1.0), abstained=True) == 0.3
-    assert answer_confidence(0.3, None, abstained=False) == 0.3
+def test_logistic_model_probability() -> None:
+    model = LogisticModel(-1.0, (2.0, 0.5))
+    assert model.probability([0.5, 0.0]) == pytest.approx(0.5)
+    assert model.probability([1.0, 2.0]) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    assert model.probability([1e6, 0.0]) == pytest.approx(1.0)  # clamped, no overflow
 
 
-def test_more_support_or_better_retrieval_never_lowers_confidence():
-    values = [answer_confidence(r, check(s), False) for r in (0.2, 0.5, 0.9) for s in (0.0, 0.5, 1.0)]
-    grid = [values[i:i + 3] for i in (0, 3, 6)]
-    assert all(row == sorted(row) for row in grid)
-    assert all(list(col) == sorted(col) for col in zip(*grid))
-    assert all(0.0 <= v <= 1.0 for v in values)
+def _features(**values: float) -> ConfidenceFeatures:
+    return ConfidenceFeatures(**{name: values.get(name, 0.0) for name in FEATURE_NAMES})
+
+
+def test_calibrate_scales_correctness_by_citation_support() -> None:
+    features = _features(top_similarity=0.8, cited_similarity=0.8, answer_similarity=0.8, terms_in_sources=1.0,
+                         terms_in_cited=1.0, terms_in_answer=1.0, identifiers_in_answer=1.0, asks_identifier=1.0,
+                         keyword_rank=1.0)
+    verbatim = calibrate(features)
+    half = calibrate(features, CitationCheck("partially_supported", 0.5, (), ()))
+    assert half.p_correct == pytest.approx(verbatim.p_correct / 2)
+    assert half.p_answerable == verbatim.p_answerable  # support says nothing about whether an answer exists
+    # An answer that quotes what was asked, from chunks that match, is likelier right and
+    # likelier answerable than an abstention over chunks that barely match.
+    nothing = calibrate(_features(top_similarity=0.4, terms_in_sources=0.3, missing_terms=2.0))
+    assert verbatim.p_correct > nothing.p_correct and verbatim.p_answerable > nothing.p_answerable
+
+
+def _chunk(n: int, text: str, headings: tuple[str, ...] = ()) -> StoredChunk:
+    return StoredChunk(f"c{n}", f"d{n}", "default", f"/docs/{n}.html", "T", 0, text, headings, None, "")
+
+
+def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
+    embedder = example_kb.embedder
+    question = "Which git push option is --force-with-lease?"
+    hits = (
+        Hit(1, 0.03, _chunk(1, "Usually, git push refuses to update a remote ref.", ("OPTIONS", "--force-with-lease")),
+            keyword_rank=2, vector_score=0.8),
+        Hit(2, 0.02, _chunk(2, "Tags are pushed with --tags."), keyword_rank=None, vector_score=0.6),
+    )
+    citation = Citation(1, "d1", "/docs/1.html", "c1", "q", "T", ("OPTIONS", "--force-with-lease"), None)
+    answer = Answer(question, "Use it to protect the ref [1].", False, (citation,), 0.0, hits)
+    features = answer_features(question, answer, embedder.embed_query(question), embedder)
+    assert features.top_similarity == 0.8 and features.similarity_margin == pytest.approx(0.2)
+    assert features.cited_similarity == 0.8 and features.keyword_rank == 0.5
+    assert (features.identifiers_in_answer, features.asks_identifier) == (1.0, 1.0)  # in the cited heading path
+    assert features.missing_terms == 0.0 and features.terms_in_sources == 1.0
+    assert 0.0 < features.terms_in_answer < features.terms_in_cited == 1.0
+    assert 0.0 < features.answer_similarity < 1.0
+
+    abstained = answer_features(question, Answer(question, "no", True, (), 0.0, hits), embedder.embed_query(question),
+                                embedder)
+    assert abstained.top_similarity == 0.8 and abstained.terms_in_sources == 1.0  # what retrieval found still counts
+    assert (abstained.cited_similarity, abstained.answer_similarity, abstained.terms_in_answer,
+            abstained.identifiers_in_answer, abstained.keyword_rank) == (0.0, 0.0, 0.0, 0.0, 0.0)
+    assert abstained.asks_identifier == 1.0  # a property of the question
+
+
+def test_the_gate_abstains_below_the_threshold(example_kb: KnowledgeBase) -> None:
+    """The default (fitted) gate abstains on a question the examples do not answer; a threshold
+    of 0 turns that gate off, leaving the extractive answerer's own floor."""
+    question = "What was Northwind Labs' share price at the close of trading yesterday?"
+    assert example_kb.ask(question).abstained
+    answered = example_kb.ask("How many days of paid holiday does a full-time Northwind Labs employee get each year?")
+    assert not answered.abstained and "27 days" in answered.answer and answered.confidence > 0.3
+    settings = example_kb.settings
+    try:
+        settings.answer_min_answerable, settings.answer_min_score = 0.0, -1.0
+        ungated = example_kb.ask(question)
+        settings.answer_min_answerable = 1.0
+        closed = example_kb.ask("How many days of paid holiday does a full-time Northwind Labs employee get each year?")
+    finally:
+        settings.answer_min_answerable, settings.answer_min_score = None, 0.40
+    assert not ungated.abstained and ungated.citations
+    assert closed.abstained and closed.citations == () and closed.confidence > 0.0  # p_correct of what it withheld

@@ -63,7 +63,9 @@ def test_answer_is_written_cited_checked_and_reported(llm_kb, server):
     assert citation.supported and "27 days" in citation.quote
     assert citation.source.endswith("employee-handbook.md") and citation.chunk_id.startswith(citation.document_id)
     assert answer.follow_up_questions == ("F1?", "F2?", "F3?")
-    assert answer.confidence > 0.7
+    # Calibrated p_correct (answering/confidence.py) x the supported share (1.0 here): what the
+    # fitted model says of an answer retrieved this well, not a hand-set number.
+    assert 0.3 < answer.confidence <= 1.0
     assert [c["purpose"] for c in answer.usage["calls"]] == ["answer", "follow_ups"]
     assert answer.usage["input_tokens"] > 100 and answer.usage["calls"][0]["attempts"] == 1
     data = answer.to_dict()

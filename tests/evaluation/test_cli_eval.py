@@ -142,3 +142,27 @@ def test_eval_answers_on_the_examples(example_kb: KnowledgeBase, tmp_path: Path)
     few.write_text("".join(questions.read_text().splitlines(keepends=True)[:2]))
     human = invoke("--db", example_kb.settings.db, "eval", "answers", str(few), "--top-k", "3")
     assert "source recall@3" in human and "answer hit rate" in human
+
+
+def test_eval_answers_split_and_gold_sections(example_kb: KnowledgeBase, tmp_path: Path) -> None:
+    qa = tmp_path / "qa.jsonl"
+    rows = [
+        {"id": "leave", "question": "How many days of annual leave do full-time employees get?", "answers": ["27 days"],
+         "gold_sources": ["employee-handbook.md"], "gold_sections": ["Annual leave"], "split": "dev"},
+        {"id": "wrong-section", "question": "How many days of annual leave do full-time employees get?",
+         "answers": ["27 days"], "gold_sources": ["employee-handbook.md"], "gold_sections": ["Sick leave"],
+         "split": "test"},
+        {"id": "none", "question": "What is the CEO's favourite colour?", "answers": [], "split": "test"},
+    ]
+    qa.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dev = json.loads(invoke("--db", example_kb.settings.db, "eval", "answers", str(qa), "--split", "dev", "--json"))
+    assert (dev["split"], dev["questions"]) == ("dev", 1)
+    assert (dev["gold_in_top_rate"], dev["cited_gold_rate"], dev["false_abstention_rate"]) == (1.0, 1.0, 0.0)
+    test = json.loads(invoke("--db", example_kb.settings.db, "eval", "answers", str(qa), "--split", "test", "--json"))
+    assert [r["id"] for r in test["results"]] == ["wrong-section", "none"]
+    assert test["cited_gold_rate"] == 0.0  # the right file, cited under another section
+    assert test["abstention_recall"] == 1.0
+    human = invoke("--db", example_kb.settings.db, "eval", "answers", str(qa), "--split", "dev")
+    assert "citation on gold page/section" in human and "false abstention" in human
+    bad = runner.invoke(app, ["--db", example_kb.settings.db, "eval", "answers", str(qa), "--split", "train"])
+    assert bad.exit_code == 1 and "unknown split 'train'" in bad.output

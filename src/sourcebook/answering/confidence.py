@@ -1,30 +1,178 @@
-"""Confidence of an LLM answer, in [0, 1]: how strongly retrieval matched, times how much of it is supported.
+"""Calibrated confidence of an answer, and whether the documents hold one at all.
 
-    retrieval = 1 / (1 + exp(-12 x (r - 0.45)))
-    r         = relevance of the best sentence in the retrieved sources to the question:
-                0.75 x cosine similarity + 0.25 x share of the question's content words
-                (the extractive answerer's score; its confidence is exactly `retrieval`)
-    support   = supported sentences / all sentences of the answer (the citation check)
+Confidence is a probability, fitted on data, that the answer is right. It is computed
+from features measured on the finished answer, never on how an answerer chose its
+sentences, so the extractive answerer and an LLM answerer (through its checked
+citations) are calibrated alike:
 
-    confidence = retrieval x support             for an answer
-    confidence = retrieval                       for an abstention (as the extractive answerer)
+    top_similarity        cosine of the question to the best retrieved chunk
+    similarity_margin     how far that best chunk leads the second one
+    cited_similarity      cosine of the question to the best chunk the answer cites
+    answer_similarity     cosine of the question to the answer's own text
+    terms_in_sources      share of the question's content words found in the retrieved chunks
+    missing_terms         how many of them no retrieved chunk contains (at most 3): a question
+                          the documents do not answer tends to name one thing they never mention
+    terms_in_cited        share of them in the chunks the answer cites
+    terms_in_answer       share of them in the answer (its text and its citations' headings)
+    identifiers_in_answer share of the identifiers asked about (`--force-with-lease`,
+                          `core.autocrlf`, `\\textls`, `libfoo33`) quoted verbatim by the answer
+                          or its citations' headings; 0 when none is asked
+    asks_identifier       1 when the question names an identifier, else 0
+    keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
 
-Why a product: either signal alone is fooled. Strong retrieval with an answer whose claims
-its sources do not bear out is a hallucination; fully supported claims drawn from sources
-that barely touch the question answer another question. For an abstention the number says
-how strongly the documents seemed to match, so a high value flags a probably missed answer.
-`retrieval` is computed by the extractive answerer (ExtractiveConfig: midpoint 0.45 and
-slope 12, fitted on examples/questions.jsonl), which also gates the LLM call; bench/answers.py prints the reliability table (confidence bin vs share
-right) that checks higher confidence means more often right.
+Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
+splits of eval/gitdoc, eval/microtype and examples/questions.jsonl (never on the test
+splits), whose output is pasted below:
+
+* `p_correct`: the answer contains the expected fact. `Answer.confidence` is p_correct
+  times the citation check's supported share of the answer's sentences: an LLM's
+  claims its sources do not bear out are not right answers, however well retrieval
+  went. The extractive answerer quotes verbatim (share 1), so no data to fit the check's
+  weight exists offline; the product is the prior that stands in for it.
+* `p_answerable`: the documents hold an answer at all. An answer with p_answerable
+  below `ABSTAIN_BELOW` becomes an abstention. Abstaining on p_correct instead would
+  also withhold right-looking answers to answerable questions that happen to be wrong,
+  which is a different failure (false abstention) from answering what the documents
+  do not say; the threshold was chosen on the dev splits as the highest that keeps
+  false abstention within 5% of the answerable questions.
+
+An abstention's confidence is p_correct of the answer it withheld: a high value flags
+a probably missed answer.
 """
 
 from __future__ import annotations
 
-from ..models import CitationCheck
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, fields
+
+import numpy as np
+
+from ..embedders.base import Embedder
+from ..models import Answer, CitationCheck, Hit
+from .lexical import content_terms, overlap
+
+MAX_MISSING_TERMS = 3
+# An identifier: a flag (--force, -x), a TeX command (\textls), a dotted or key=value name
+# (core.autocrlf, verbose=errors, stash@{0}), a mixedCase / inner-capital name (excludesFile,
+# LetterSpace), or letters run into digits (libfoo33, utf8, cmr10). Plain hyphenated words
+# (pre-commit) are prose.
+_IDENTIFIER = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*"
+    r"|\\[A-Za-z@]+"
+    r"|\w{2,}(?:[.=@/:][\w{][\w{}]*)+"
+    r"|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*"
+    r"|\b[A-Za-z]+\d\w*"
+)
 
 
-def answer_confidence(retrieval: float, check: CitationCheck | None, abstained: bool) -> float:
-    """Combine `retrieval` (already in [0, 1]) with the citation check, rounded for display."""
-    if abstained or check is None:
-        return round(retrieval, 4)
-    return round(retrieval * check.supported_ratio, 4)
+@dataclass(frozen=True)
+class ConfidenceFeatures:
+    """What confidence is computed from; the field order is the order of the fitted weights."""
+
+    top_similarity: float
+    similarity_margin: float
+    cited_similarity: float
+    answer_similarity: float
+    terms_in_sources: float
+    missing_terms: float
+    terms_in_cited: float
+    terms_in_answer: float
+    identifiers_in_answer: float
+    asks_identifier: float
+    keyword_rank: float
+
+    def vector(self) -> tuple[float, ...]:
+        return astuple(self)
+
+
+FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in fields(ConfidenceFeatures))
+
+
+@dataclass(frozen=True)
+class LogisticModel:
+    """p = 1 / (1 + exp(-(intercept + weights . features)))."""
+
+    intercept: float
+    weights: tuple[float, ...]
+
+    def probability(self, values: Sequence[float]) -> float:
+        """The probability for one feature vector (`ConfidenceFeatures.vector()`)."""
+        z = self.intercept + sum(w * x for w, x in zip(self.weights, values, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
+
+
+# Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
+# Fitted on 2026-11-25 on this branch merged with refanswer a136179 (its sentence selection and
+# reference chunking change the answers the features are measured on): 104 dev questions.
+P_CORRECT = LogisticModel(-9.935, (2.9729, 1.3687, 3.9106, 4.181, 1.7147, 0.4233, -0.6291, 1.2602, 0.0384, -1.2002, 1.4449))
+P_ANSWERABLE = LogisticModel(-10.3262, (2.6185, 1.3283, 3.5219, 8.8151, 2.4096, 0.2039, -0.0677, -0.3231, 0.5212, -1.5548, 0.8828))
+ABSTAIN_BELOW = 0.5037
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """The two probabilities for one answer."""
+
+    p_correct: float
+    p_answerable: float
+
+
+def asked_identifiers(question: str) -> set[str]:
+    """Identifiers named in the question, lower-cased."""
+    return {m.group().lower() for m in _IDENTIFIER.finditer(question)}
+
+
+def _chunk_text(hit: Hit) -> str:
+    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
+
+
+def _vector_scores(hits: Sequence[Hit]) -> list[float]:
+    return sorted((h.vector_score or 0.0 for h in hits), reverse=True)
+
+
+def answer_features(question: str, answer: Answer, question_vector: np.ndarray, embedder: Embedder) -> ConfidenceFeatures:
+    """The features of `answer` (its citations and the hits it drew on) for `question`.
+
+    An abstention has no text or citations: its answer-side features are 0, and what
+    the retrieved chunks say about the question still counts.
+    """
+    hits = list(answer.hits)
+    scores = _vector_scores(hits)
+    top = scores[0] if scores else 0.0
+    second = scores[1] if len(scores) > 1 else 0.0
+    terms = content_terms(question)
+    source_terms = content_terms(" ".join(_chunk_text(h) for h in hits))
+    in_sources = len(terms & source_terms) / len(terms) if terms else 0.0
+    missing = float(min(len(terms - source_terms), MAX_MISSING_TERMS))
+    asks = 1.0 if asked_identifiers(question) else 0.0
+    if answer.abstained or not answer.citations:
+        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0)
+    by_chunk = {h.chunk.id: h for h in hits}
+    cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
+    answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
+    identifiers = asked_identifiers(question)
+    lowered = answer_text.lower()
+    keyword_ranks = [h.keyword_rank for h in cited if h.keyword_rank]
+    similarity = embedder.embed_documents([answer.answer])[0] @ question_vector
+    return ConfidenceFeatures(
+        top_similarity=top,
+        similarity_margin=max(top - second, 0.0),
+        cited_similarity=max((h.vector_score or 0.0 for h in cited), default=0.0),
+        answer_similarity=float(similarity),
+        terms_in_sources=in_sources,
+        missing_terms=missing,
+        terms_in_cited=overlap(terms, " ".join(_chunk_text(h) for h in cited)),
+        terms_in_answer=overlap(terms, answer_text),
+        identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
+        asks_identifier=asks,
+        keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
+    )
+
+
+def calibrate(features: ConfidenceFeatures, check: CitationCheck | None = None) -> Calibrated:
+    """The calibrated probabilities; `check` is the citation check of an LLM answer (None: verbatim quotes)."""
+    values = features.vector()
+    support = check.supported_ratio if check is not None else 1.0
+    return Calibrated(P_CORRECT.probability(values) * support, P_ANSWERABLE.probability(values))

@@ -1,12 +1,14 @@
 """From a question to a checked `Answer`: retrieval, the relevance gate, sources, the LLM, the check.
 
     question -> hybrid retrieval (+ rewritten queries, RRF-fused, when enabled)
-             -> extractive scoring of the retrieved sentences: below answer_min_score the answer
-                abstains here and no LLM is called; with no LLM configured this is the answer
+             -> extractive scoring of the retrieved sentences: below answer_min_score, or when the
+                calibrated probability that the documents hold an answer is below
+                answer_min_answerable (confidence.py), the answer abstains here and no LLM is
+                called; with no LLM configured this is the answer
              -> sources: the top chunks ("retrieval"), or every chunk of the documents in scope
                 when they fit the budget ("full-context"; "auto" picks)
              -> numbered-sources prompt -> LLM (streamed or not)
-             -> citation check -> follow-up questions -> confidence -> Answer
+             -> citation check -> follow-up questions -> calibrated confidence -> Answer
              -> "you may also want to read": retrieved documents the answer did not cite (related.py)
 
 `run` yields the answer's text deltas as the LLM writes them, then the finished `Answer`;
@@ -24,14 +26,14 @@ import numpy as np
 from ..embedders.base import Embedder
 from ..errors import ConfigurationError, InvalidQueryError
 from ..generators import Generation, Generator, Message
-from ..models import Answer, Hit
+from ..models import Answer, CitationCheck, Hit
 from ..related import you_may_also_read
 from ..retrieval import Retriever, SearchOptions
 from ..settings import AnswerMode, Settings
 from ..stores.base import DocumentStore
 from .citations import CitationChecker, cited_numbers
-from .confidence import answer_confidence
-from .extractive import ExtractiveAnswerer, ExtractiveConfig
+from .confidence import ABSTAIN_BELOW, answer_features, calibrate
+from .extractive import ABSTENTION_TEXT, ExtractiveAnswerer, ExtractiveConfig
 from .followups import Answerable, llm_follow_ups, names_subject, offline_follow_ups
 from .fullcontext import full_context_sources
 from .prompts import REFUSAL, Source, answer_request, is_refusal
@@ -105,7 +107,7 @@ class Answerer:
             raise ConfigurationError("full-context mode needs an LLM: pass --llm provider:model or set SOURCEBOOK_LLM")
         vector = self._embedder.embed_query(question.query)
         hits = self._retriever.search(question.query, question.options, vector)
-        gate = self._extractive(question.query, hits, vector)
+        gate = self._calibrated(question.query, self._extractive(question.query, hits, vector), vector)
         if self._generator is None or gate.abstained:  # nothing relevant: no LLM call is made
             offline = replace(
                 gate, question=question.text, queries=(question.query,), usage=usage.to_dict(),
@@ -119,14 +121,25 @@ class Answerer:
                 yield offline.answer
             yield offline
             return
-        yield from self._generate(question, hits, gate.confidence, usage, stream, self._generator)
+        yield from self._generate(question, hits, vector, usage, stream, self._generator)
 
     def _extractive(self, query: str, hits: list[Hit], vector: np.ndarray) -> Answer:
         config = ExtractiveConfig(min_score=self._settings.answer_min_score, max_sentences=self._settings.answer_sentences)
         return ExtractiveAnswerer(self._embedder, config).answer(query, hits, vector)
 
+    def _calibrated(
+        self, query: str, answer: Answer, vector: np.ndarray, check: CitationCheck | None = None, gate: bool = True
+    ) -> Answer:
+        """`answer` with its calibrated confidence; with `gate`, an abstention when the documents
+        probably hold no answer (an LLM's answer passed that gate as the extractive one before it)."""
+        calibrated = calibrate(answer_features(query, answer, vector, self._embedder), check)
+        threshold = self._settings.answer_min_answerable
+        if gate and not answer.abstained and calibrated.p_answerable < (ABSTAIN_BELOW if threshold is None else threshold):
+            answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
+        return replace(answer, confidence=round(calibrated.p_correct, 4))
+
     def _generate(
-        self, question: Question, hits: list[Hit], retrieval: float, usage: UsageLog, stream: bool, generator: Generator
+        self, question: Question, hits: list[Hit], vector: np.ndarray, usage: UsageLog, stream: bool, generator: Generator
     ) -> Iterator[str | Answer]:
         queries = [question.query]
         if question.rewrite:
@@ -148,7 +161,7 @@ class Answerer:
             generation = generator.generate(request)
         assert generation is not None
         usage.add("answer", generation)
-        yield self._finish(question, hits, sources, generation, retrieval, mode, queries, usage, generator)
+        yield self._finish(question, hits, sources, generation, vector, mode, queries, usage, generator)
 
     def _rewrite(
         self, question: Question, hits: list[Hit], usage: UsageLog, generator: Generator
@@ -182,7 +195,7 @@ class Answerer:
 
     def _finish(
         self, question: Question, hits: list[Hit], sources: list[Source], generation: Generation,
-        retrieval: float, mode: str, queries: list[str], usage: UsageLog, generator: Generator,
+        vector: np.ndarray, mode: str, queries: list[str], usage: UsageLog, generator: Generator,
     ) -> Answer:
         text = generation.text.strip()
         abstained = not text or (is_refusal(text) and not cited_numbers(text))
@@ -192,15 +205,13 @@ class Answerer:
             answerer=f"{generation.provider}:{generation.model}",
         )
         if abstained:  # nothing to follow up on: the documents did not answer
-            return replace(base, confidence=answer_confidence(retrieval, None, True), usage=usage.to_dict())
+            return replace(self._calibrated(question.query, base, vector), usage=usage.to_dict())
         checked = CitationChecker(self._embedder, self._settings.citation_min_support).check(text, sources)
         cited_ids = {c.chunk_id for c in checked.citations}
         follow_ups = self._follow_ups(question, checked.text, sources, cited_ids, usage, generator)
-        return replace(
-            base, answer=checked.text, citations=checked.citations, citation_check=checked.check,
-            confidence=answer_confidence(retrieval, checked.check, False), usage=usage.to_dict(),
-            follow_up_questions=follow_ups,
-        )
+        answered = replace(base, answer=checked.text, citations=checked.citations, citation_check=checked.check)
+        return replace(self._calibrated(question.query, answered, vector, checked.check, gate=False), usage=usage.to_dict(),
+                       follow_up_questions=follow_ups)
 
     def _follow_ups(
         self, question: Question, answer: str, sources: list[Source], cited: set[str], usage: UsageLog, generator: Generator

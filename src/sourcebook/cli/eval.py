@@ -100,6 +100,7 @@ def retrieval(
 @group.command("answers", epilog=examples(
     "sourcebook --db kb.db eval answers examples/questions.jsonl",
     "sourcebook eval answers qa.jsonl --top-k 3 --report answers.md --json",
+    "sourcebook --db git.db eval answers eval/gitdoc/questions.jsonl --split test",
 ))
 def answers(
     ctx: typer.Context,
@@ -110,18 +111,21 @@ def answers(
     top_k: Annotated[
         Optional[int], typer.Option("--top-k", "-k", min=1, help="k of source recall@k (default: the hits ask uses).")
     ] = None,
+    split: Annotated[
+        str, typer.Option("--split", help="Questions to ask: dev, test (held out) or all; a record without a split is dev.")
+    ] = "all",
     report: ReportOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Ask every question of QA_FILE against the knowledge base (--db): hits, sources, citations, abstention, calibration."""
-    total = len(read_qa(qa_file))
+    total = len(read_qa(qa_file, split))
     with open_kb(ctx, must_exist=True) as kb, _bar(err.is_terminal, {"questions": total}) as advance:
-        result = evaluate_answers(kb, qa_file, top_k, on_question=lambda _: advance("questions"))
+        result = evaluate_answers(kb, qa_file, top_k, on_question=lambda _: advance("questions"), split=split)
     _save_report(result, report, as_json)
     if as_json:
         emit_json(result.to_dict())
         return
-    summary = Table("measure", "value", title=f"answers: {qa_file}")
+    summary = Table("measure", "value", title=f"answers: {qa_file} ({split})")
     for name, value in answer_rows(result):
         summary.add_row(name, value)
     out.print(summary)

@@ -54,8 +54,11 @@ def answer_rows(report: AnswerReport) -> list[tuple[str, str]]:
         ("answer hit rate", fmt(report.answer_hit_rate)),
         (f"source recall@{report.k}", fmt(report.source_recall_at_k)),
         ("citation precision", fmt(report.citation_precision)),
+        ("gold page/section in top 5", fmt(report.gold_in_top_rate)),
+        ("citation on gold page/section", fmt(report.cited_gold_rate)),
         ("abstention precision", fmt(report.abstention_precision)),
-        ("abstention recall", fmt(report.abstention_recall)),
+        ("abstention recall (on unanswerable)", fmt(report.abstention_recall)),
+        ("false abstention (on answerable)", fmt(report.false_abstention_rate)),
         ("expected calibration error", fmt(report.ece)),
     ]
 
@@ -80,7 +83,7 @@ def answers_markdown(report: AnswerReport, image: str) -> str:
         for b in report.reliability
     ]
     return "\n\n".join([
-        "# Answer evaluation",
+        f"# Answer evaluation ({report.split} split)" if report.split != "all" else "# Answer evaluation",
         _table(["measure", "value"], [list(row) for row in answer_rows(report)]),
         "## Confidence calibration",
         "Accuracy is the share of questions in the bin that got a correct answer (an abstention never is).",
