@@ -6,7 +6,7 @@ midway through the write, leaves the document's old chunks exactly as they were.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +21,7 @@ from sourcebook.errors import (
 from sourcebook.models import Chunk, DocumentStatus
 from sourcebook.owners import this_process
 from sourcebook.stores import Store
+from sourcebook.stores.base import ChunkBatch
 
 from .helpers import (
     DIM,
@@ -256,6 +257,39 @@ class DocumentStoreSuite(StoreFixtures):
         with pytest.raises(RuntimeError):
             store.replace_chunks("d1", content_hash="new", title="T", chunks=chunks,
                                  vectors=np.stack([unit(1.0)] * 3))
+        assert_old_chunks_intact(store)
+
+    def test_chunks_written_in_batches_read_back_as_one_write(self, store: Store) -> None:
+        add_document(store, "d1", ["old alpha", "old beta"], vectors=[unit(1.0), unit(0.0, 1.0)])
+        chunks = make_chunks(["one words", "two words", "three words", "four words", "five words"])
+        vectors = np.stack([unit(1.0), unit(0.0, 1.0), unit(0.0, 0.0, 1.0), unit(1.0, 1.0), unit(0.0, 1.0, 1.0)])
+        windows = [np.stack([unit(0.0, 0.0, 0.0, 1.0)]) if i == 3 else np.zeros((0, DIM), np.float32) for i in range(5)]
+        batches = [(chunks[first : first + 2], vectors[first : first + 2], windows[first : first + 2]) for first in (0, 2, 4)]
+        store.replace_chunks_in_batches("d1", content_hash="h5", title="T", batches=iter(batches))
+
+        record = stored_record(store, "d1")
+        assert (record.status, record.chunk_count, record.content_hash) == (DocumentStatus.READY, 5, "h5")
+        exported, matrix, got = store.export_chunks("d1")
+        assert exported == chunks and np.array_equal(matrix, vectors)
+        assert [len(w) for w in got] == [0, 0, 0, 1, 0]
+        assert ids(store.vector_search(unit(0.0, 0.0, 0.0, 1.0), 1, EVERYTHING)) == ["d1#3"]
+        assert ids(store.keyword_search("five", 5, EVERYTHING)) == ["d1#4"]
+        assert store.keyword_search("alpha", 5, EVERYTHING) == []
+
+    def test_a_batch_that_fails_midway_keeps_the_old_chunks(self, store: Store) -> None:
+        add_document(store, "d1", ["old alpha", "old beta"], vectors=[unit(1.0), unit(0.0, 1.0)])
+        chunks = make_chunks(["new one", "new two", "new three"])
+
+        def batches_then_failure() -> Iterator[ChunkBatch]:
+            yield chunks[:2], np.stack([unit(1.0)] * 2), None
+            raise RuntimeError("simulated failure between two batches (the caller's reading)")
+
+        with pytest.raises(RuntimeError):
+            store.replace_chunks_in_batches("d1", content_hash="new", title="T", batches=batches_then_failure())
+        assert_old_chunks_intact(store)
+        malformed = [(chunks[:2], np.stack([unit(1.0)] * 2), None), (chunks[2:], np.zeros((1, DIM + 1), np.float32), None)]
+        with pytest.raises(ValueError):
+            store.replace_chunks_in_batches("d1", content_hash="new", title="T", batches=malformed)
         assert_old_chunks_intact(store)
 
     def test_replace_chunks_of_unknown_document(self, store: Store) -> None:
