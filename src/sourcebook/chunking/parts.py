@@ -25,7 +25,8 @@ from .chunker import TokenCounter, chunk_document
 PART_CHARS = 1 << 19
 """Characters after which a part ends at the next section boundary."""
 FORCED_CHARS = 1 << 20
-"""Characters after which a part ends at the next block, or inside a block at whitespace."""
+"""The most characters of a part: a block that would take it over starts the next part, and a
+longer block is cut at whitespace."""
 _SEPARATOR = 2
 """len("\\n\\n"): blocks are joined by a blank line in `ParsedDocument.text`."""
 
@@ -44,23 +45,23 @@ def chunk_in_parts(
 
 
 def document_parts(doc: ParsedDocument) -> Iterator[tuple[ParsedDocument, int]]:
-    """The document's blocks as consecutive parts, each with the offset of its text in `doc.text`."""
+    """The document's blocks as consecutive parts of at most `FORCED_CHARS` characters, each
+    with the offset of its text in `doc.text`."""
     blocks: list[Block] = []
     size = 0
     offset = 0  # of blocks[0] in doc.text
     previous: Block | None = None
     for block in doc.blocks:
-        if blocks and (size >= FORCED_CHARS or (size >= PART_CHARS and _starts_section(previous, block))):
-            yield replace(doc, blocks=tuple(blocks)), offset
-            offset += size + _SEPARATOR
-            blocks, size = [], 0
-        for piece in _pieces(block):
-            if blocks and size >= FORCED_CHARS:  # the pieces of a giant block: one part each
+        section = _starts_section(previous, block)
+        for index, piece in enumerate(_pieces(block)):
+            # a later piece of a giant block follows the previous one directly, in a part of its own
+            gap = 0 if index else _SEPARATOR
+            if blocks and (index or size + gap + len(piece.text) > FORCED_CHARS or (size >= PART_CHARS and section)):
                 yield replace(doc, blocks=tuple(blocks)), offset
-                offset += size  # a piece follows the previous piece of its block directly
+                offset += size + gap
                 blocks, size = [], 0
+            size += len(piece.text) + (gap if blocks else 0)
             blocks.append(piece)
-            size += len(piece.text) + (_SEPARATOR if len(blocks) > 1 else 0)
         previous = block
     if blocks:
         yield replace(doc, blocks=tuple(blocks)), offset
