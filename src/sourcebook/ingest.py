@@ -151,7 +151,10 @@ def record_failure(
     if existing is None and isinstance(exc, SourceNotFoundError):
         return IngestResult(source, "failed", None, None, 0, 0, str(exc), code)
     if existing is not None and existing.status != DocumentStatus.READY:
-        store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
+        try:
+            store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
+        except DocumentNotFoundError:  # deleted while it was read: nothing to record it on
+            return IngestResult(source, CANCELLED, doc_id)
     elif existing is None:
         store.upsert_document(
             doc_id, collection=collection, source=source, title=os.path.basename(source) or source,
@@ -334,19 +337,21 @@ class Ingestor:
         except SourcebookError as exc:
             yield record_failure(self.store, existing, doc_id, collection, source, exc)
             return
-        if self.only_existing and self.store.get_document(doc_id) is None:  # deleted while it was parsed
+        try:
+            self.store.upsert_document(
+                doc_id,
+                collection=collection,
+                source=source,
+                title=parsed.title,
+                media_type=parsed.media_type,
+                metadata={**parsed.metadata, **metadata},
+                status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
+                owner=this_process(),
+                create=not self.only_existing,  # a job's document deleted while it was parsed stays deleted
+            )
+        except DocumentNotFoundError:
             yield IngestResult(source, CANCELLED, doc_id)
             return
-        self.store.upsert_document(
-            doc_id,
-            collection=collection,
-            source=source,
-            title=parsed.title,
-            media_type=parsed.media_type,
-            metadata={**parsed.metadata, **metadata},
-            status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
-            owner=this_process(),
-        )
         action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
         document = _Document(doc_id, source, fingerprint, parsed.title, action, deadline)
         try:

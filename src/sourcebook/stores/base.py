@@ -95,11 +95,13 @@ class DocumentStore(Protocol):
         self, collection: str | None = None, status: DocumentStatus | None = None
     ) -> list[DocumentRecord]: ...
 
-    def upsert_document(self, document_id: str, **fields: Unpack[DocumentFields]) -> None:
+    def upsert_document(self, document_id: str, *, create: bool = True, **fields: Unpack[DocumentFields]) -> None:
         """Create the document row or update its descriptive fields and status.
 
         Never touches its chunks, content hash or chunk count: a document being
         re-processed stays searchable with its old chunks until `replace_chunks`.
+        With `create=False` only an existing row is updated, else DocumentNotFoundError, in
+        one statement: an ingestion job never brings back a document deleted meanwhile.
         """
 
     def set_status(

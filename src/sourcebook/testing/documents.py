@@ -162,6 +162,22 @@ class DocumentStoreSuite(StoreFixtures):
         assert (record.chunk_count, record.content_hash) == (1, "hash-d1")
         assert ids(store.keyword_search("original", 5, EVERYTHING)) == ["d1#0"]
 
+    def test_an_update_only_upsert_never_creates_the_document(self, store: Store) -> None:
+        fields = dict(collection="docs", source="d1.txt", title="Renamed", media_type="text/plain", metadata={"v": 1},
+                      status=DocumentStatus.PENDING, owner=this_process())
+        with pytest.raises(DocumentNotFoundError):
+            store.upsert_document("d1", create=False, **fields)  # type: ignore[arg-type]
+        assert store.get_document("d1") is None
+        add_document(store, "d1", ["kept words"])
+        acme = store.for_tenant("acme")
+        acme.ensure_collection("docs", MODEL, DIM)
+        with pytest.raises(DocumentNotFoundError):  # another tenant's document is not there to update
+            acme.upsert_document("d1", create=False, **fields)  # type: ignore[arg-type]
+        store.upsert_document("d1", create=False, **fields)  # type: ignore[arg-type]
+        record = stored_record(store, "d1")
+        assert (record.title, record.metadata, record.status, record.chunk_count) == ("Renamed", {"v": 1}, "pending", 1)
+        assert ids(store.keyword_search("kept", 5, EVERYTHING)) == ["d1#0"]
+
     # Chunks -----------------------------------------------------------------------------------
     def test_replace_chunks_then_read_them_back(self, store: Store) -> None:
         store.upsert_document("d1", collection="docs", source="a.txt", title="Old title", media_type="text/plain",

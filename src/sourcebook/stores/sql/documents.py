@@ -52,6 +52,10 @@ UPSERT_DOCUMENT = """INSERT INTO documents (id, tenant, collection, source, titl
         metadata = excluded.metadata, updated_at = excluded.updated_at,
         processing_owner = excluded.processing_owner"""
 """The upsert `_upsert_document_row` runs (parameters in its column order)."""
+UPDATE_DOCUMENT = """UPDATE documents SET collection = ?, source = ?, title = ?, media_type = ?, status = ?, error = ?,
+                                          metadata = ?, updated_at = ?, processing_owner = ?
+    WHERE id = ? AND tenant = ?"""
+"""`upsert_document(create=False)`: UPSERT_DOCUMENT's update alone, which never creates the row."""
 
 
 UNFINISHED = (DocumentStatus.PENDING.value, DocumentStatus.PROCESSING.value)
@@ -199,6 +203,7 @@ class SqlDocuments(SharedSql):
         status: DocumentStatus,
         error: str | None = None,
         owner: str | None = None,
+        create: bool = True,
     ) -> None:
         """See `DocumentStore.upsert_document`; metadata values JSON cannot hold (dates) are stored as text."""
         stamp = now()
@@ -213,10 +218,14 @@ class SqlDocuments(SharedSql):
             ).fetchone()
             if taken is not None:
                 raise source_taken(source, collection, taken[0])
-            self._upsert_document_row(sql, (
+            row = (
                 document_id, self.tenant, collection, source, title, media_type, DocumentStatus(status).value,
                 error, json.dumps(metadata, default=str), stamp, stamp, owned_status(status, owner),
-            ))
+            )
+            if create:
+                self._upsert_document_row(sql, row)
+            elif not sql.execute(UPDATE_DOCUMENT, (*row[2:9], *row[10:], document_id, self.tenant)).rowcount:
+                raise not_found(document_id)
             self._searches_changed(sql)  # title, source and metadata are what hits show and filters match
 
     def replace_chunks(
