@@ -8,9 +8,14 @@ alone first) and total seconds (`kb.add`: parse, chunk, embed, write) per input.
 
 `--embedder fake` keeps the real tokenizer (chunking counts real tokens) but returns
 random vectors: the pipeline's own memory and time, without the model's hours on a
-50 MB file (about 600,000 chunk and window texts).
+50 MB file (about 600,000 chunk and window texts). `--embedder model` runs the default
+model at the default fp32 precision; `--precision int8` (opt-in, faster, slightly lower
+quality) says so in every row. Each row also has the seconds per stage of `kb.add`
+(profiling.py: load, chunk, tokenize, model, write; stages overlap, so they can add up to
+more than the total).
 
     python bench/ingest_memory.py --text-mb 0.5 2 --run-on-mb 2 --pdf-pages 200 [--embedder fake] [--json]
+    python bench/ingest_memory.py --text-mb --run-on-mb --pdf-pages 2000 --precision int8
 """
 
 from __future__ import annotations
@@ -47,16 +52,18 @@ def _paragraph(rng: random.Random) -> str:
 
 
 def make_text(path: Path, megabytes: float, run_on: bool = False, seed: int = 7) -> Path:
-    """Plain prose of about `megabytes` MB in blank-line separated paragraphs; `run_on`: the
-    same words with no sentence ends or line breaks (a dump, a transcript), which the
-    chunker must cut at words."""
+    """Plain prose of just under `megabytes` MB (50 MB stays within the default max_file_bytes)
+    in blank-line separated paragraphs; `run_on`: the same words with no sentence ends or line
+    breaks (a dump, a transcript), which the chunker must cut at words."""
     rng = random.Random(seed)
     target, written = int(megabytes * 1024 * 1024), 0
     with open(path, "w", encoding="utf-8") as out:
-        while written < target:
+        while True:
             paragraph = _paragraph(rng)
-            written += out.write(paragraph.replace(".", "") + " " if run_on else paragraph + "\n\n")
-    return path
+            text = paragraph.replace(".", "") + " " if run_on else paragraph + "\n\n"
+            if written + len(text) > target:  # ASCII: one byte a character
+                return path
+            written += out.write(text)
 
 
 def make_pdf(path: Path, pages: int, seed: int = 7) -> Path:
@@ -111,14 +118,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def child(path: str, embedder_kind: str) -> dict[str, Any]:
+def child(path: str, embedder_kind: str, precision: str) -> dict[str, Any]:
     """Ingest `path` into a fresh knowledge base (run in its own process)."""
     from sourcebook import KnowledgeBase, Settings
     from sourcebook.loaders import parse, read_source
+    from sourcebook.profiling import profiled
     from sourcebook.wiring import Components
 
     folder = tempfile.mkdtemp(prefix="ingest-memory-")
-    settings = Settings(db=f"{folder}/kb.db")
+    settings = Settings(db=f"{folder}/kb.db", embedding_precision=precision)
     parts = Components.build(settings)
     embedder = FakeEmbedder() if embedder_kind == "fake" else parts.embedder
     kb = KnowledgeBase(parts.store, settings, embedder)
@@ -129,11 +137,12 @@ def child(path: str, embedder_kind: str) -> dict[str, Any]:
     blocks = len(parsed.blocks)
     del parsed
     started = time.perf_counter()
-    [result] = kb.add(path)
+    with profiled() as profile:
+        [result] = kb.add(path)
     return {
         "input": Path(path).name,
         "megabytes": round(Path(path).stat().st_size / 2**20, 2),
-        "embedder": embedder_kind,
+        "embedder": embedder_kind if embedder_kind == "fake" else f"model ({precision})",
         "action": result.action,
         "blocks": blocks,
         "chunks": result.chunks,
@@ -141,13 +150,14 @@ def child(path: str, embedder_kind: str) -> dict[str, Any]:
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "parse_seconds": round(parse_seconds, 2),
         "total_seconds": round(time.perf_counter() - started, 2),
+        "stage_seconds": {name: round(seconds, 1) for name, seconds in profile.seconds.items()},
     }
 
 
-def measure(path: Path, embedder_kind: str) -> dict[str, Any]:
+def measure(path: Path, embedder_kind: str, precision: str) -> dict[str, Any]:
     """`child` in a fresh interpreter; its JSON line back."""
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(path), "--embedder", embedder_kind],
+        [sys.executable, __file__, "--child", str(path), "--embedder", embedder_kind, "--precision", precision],
         capture_output=True, text=True, check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -159,11 +169,13 @@ def main() -> None:
     parser.add_argument("--run-on-mb", type=float, nargs="*", default=[2.0])
     parser.add_argument("--pdf-pages", type=int, nargs="*", default=[2000])
     parser.add_argument("--embedder", choices=["model", "fake"], default="model")
+    parser.add_argument("--precision", choices=["fp32", "int8"], default="fp32",
+                        help="the model's precision (fp32 is the default; int8 is opt-in)")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of a table")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.embedder)))
+        print(json.dumps(child(args.child, args.embedder, args.precision)))
         return
     INPUTS.mkdir(exist_ok=True)
     inputs = [
@@ -176,13 +188,14 @@ def main() -> None:
     ]
     rows = []
     for path in inputs:
-        rows.append(measure(path, args.embedder))
+        rows.append(measure(path, args.embedder, args.precision))
         if not args.json:
             row = rows[-1]
             print(
                 f"{row['input']:>20} {row['megabytes']:>7} MB {row['chunks']:>7} chunks  "
                 f"peak {row['peak_rss_mb']:>7} MB (baseline {row['baseline_rss_mb']})  "
-                f"parse {row['parse_seconds']:>7} s  total {row['total_seconds']:>8} s",
+                f"parse {row['parse_seconds']:>7} s  total {row['total_seconds']:>8} s  "
+                f"{row['embedder']}  stages {row['stage_seconds']}",
                 flush=True,
             )
     if args.json:

@@ -12,6 +12,12 @@ the embedder can (`SpanEmbedder`, late chunking: no model run of their own), els
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
 transaction, so a failure never leaves a document half-written.
+
+Memory is bounded by the largest batch, not the document: a long document is chunked a part
+at a time (chunking/parts.py) and queued in slices of `EMBED_BATCH_CHUNKS` chunks; each
+slice's vectors go to the document's spool (spool.py, a temporary file past a few hundred
+chunks), which the store reads back a batch at a time inside the one transaction that writes
+the document (`replace_chunks_in_batches`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunking import chunk_document
+from .chunking.parts import chunk_in_parts
 from .embedders.base import Embedder, SpanEmbedder, Window, span_embedder
 from .errors import (
     DocumentNotFoundError, IngestTimeoutError, LoaderError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
@@ -39,6 +45,7 @@ from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedD
 from .owners import this_process
 from .profiling import stage
 from .settings import Settings
+from .spool import ChunkSpool
 from .stores.base import DocumentStore
 from .tenants import DEFAULT_TENANT
 from .chunking import window_spans, window_texts
@@ -47,7 +54,8 @@ if TYPE_CHECKING:
     from .enrichment import ContextualEnricher
 
 # Chunks accumulated across documents before one embedding pass; also the slice of a large
-# document embedded between two checks that it was not deleted and is within its time limit.
+# document queued at a time, and embedded between two checks that it was not deleted and is
+# within its time limit.
 EMBED_BATCH_CHUNKS = 256
 CANCELLED = "cancelled"
 """The action of a source whose document was deleted while it was being ingested (nothing written)."""
@@ -166,7 +174,10 @@ def record_failure(
     if existing is None and isinstance(exc, SourceNotFoundError):
         return IngestResult(source, "failed", None, None, 0, 0, str(exc), code)
     if existing is not None and existing.status != DocumentStatus.READY:
-        store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
+        try:
+            store.set_status(doc_id, DocumentStatus.ERROR, str(exc))
+        except DocumentNotFoundError:  # deleted while it was read: nothing to record it on
+            return IngestResult(source, CANCELLED, doc_id)
     elif existing is None:
         store.upsert_document(
             doc_id, collection=collection, source=source, title=os.path.basename(source) or source,
@@ -180,8 +191,31 @@ Request = tuple[str, list[Window]]
 
 
 @dataclass
+class _Document:
+    """A source being ingested: its embedded chunks wait in `spool` until its last slice is
+    embedded, then are written in one transaction."""
+
+    doc_id: str
+    source: str
+    fingerprint: str
+    title: str
+    action: str
+    deadline: float
+    """time.monotonic() after which the source is over max_ingest_seconds."""
+    spool: ChunkSpool = field(default_factory=ChunkSpool)
+    chunks: int = 0
+    embedded: int = 0
+    """Chunks whose own vector was embedded (not reused from a stored chunk of the same hash)."""
+    processing: bool = False
+    """Marked processing in the store (by the first batch that embeds a slice of it)."""
+    stopped: SourcebookError | None = None
+    """Why its ingestion stopped before writing (deleted meanwhile, over its time): nothing is written."""
+
+
+@dataclass
 class _Pending:
-    """A parsed document waiting for its missing vectors.
+    """A slice of a document's chunks waiting for their missing vectors; the document's
+    `last` slice (holding no chunks) writes it once every earlier slice is spooled.
 
     `vectors` and `windows` map a chunk's content hash to its own vector and to its
     window vectors (k, dimension); `missing` holds the positions in `chunks` whose own
@@ -190,21 +224,14 @@ class _Pending:
     texts of their own (an embedder that cannot pool).
     """
 
-    doc_id: str
-    source: str
-    fingerprint: str
-    parsed: ParsedDocument
+    document: _Document
     chunks: list[Chunk]
     vectors: dict[str, np.ndarray]
     missing: list[int]
-    action: str
-    deadline: float
-    """time.monotonic() after which the source is over max_ingest_seconds."""
+    last: bool = False
     windows: dict[str, np.ndarray] = field(default_factory=dict)
     late_windows: dict[int, list[Window]] = field(default_factory=dict)
     missing_windows: dict[int, list[str]] = field(default_factory=dict)
-    stopped: SourcebookError | None = None
-    """Why its ingestion stopped before writing (deleted meanwhile, over its time): nothing is written."""
 
     def chunk_passes(self) -> list[int]:
         """Positions of the chunks that run through the model: for their own vector or their
@@ -291,72 +318,106 @@ class Ingestor:
         in_flight: _Batch | None = None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sourcebook-embed") as worker:
             for item in items:
-                result = self._prepare(item, collection, metadata or {})
-                if result is not None:
-                    results.append(result)
-                    self._emit("document", 1, result)
-                if sum(p.text_count() for p in self._queue) >= EMBED_BATCH_CHUNKS:
-                    if in_flight is not None:
-                        results.extend(self._finish(in_flight))
-                    in_flight = self._start(worker)
+                for result in self._prepare(item, collection, metadata or {}):
+                    if result is not None:
+                        results.append(result)
+                        self._emit("document", 1, result)
+                    elif sum(p.text_count() for p in self._queue) >= EMBED_BATCH_CHUNKS:
+                        if in_flight is not None:
+                            results.extend(self._finish(in_flight))
+                        in_flight = self._start(worker)
             if in_flight is not None:
                 results.extend(self._finish(in_flight))
             results.extend(self._finish(self._start(worker)))
         return results
 
-    def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> IngestResult | None:
-        """Read, parse and chunk one source; queue it for embedding. Returns a result when already final."""
+    def _prepare(self, item: _Item, collection: str, metadata: dict[str, Any]) -> Iterator[IngestResult | None]:
+        """Read, parse and chunk one source, queueing its chunks for embedding a slice at a time:
+        yields None after each slice (the caller may start a batch) or the source's result when
+        already final (unchanged, failed, cancelled)."""
         source, load = item
         doc_id, existing = existing_document(self.store, collection, source)
         deadline = time.monotonic() + self.settings.max_ingest_seconds
         if existing is None and self.only_existing:
-            return IngestResult(source, CANCELLED, doc_id)
+            yield IngestResult(source, CANCELLED, doc_id)
+            return
         try:
             with stage("load"):
                 fingerprint, parsed, raw = load()
                 if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
-                    return IngestResult(source, "unchanged", doc_id, str(existing.status), existing.chunk_count, 0)
+                    yield IngestResult(source, "unchanged", doc_id, str(existing.status), existing.chunk_count, 0)
+                    return
                 if parsed is None:
                     assert raw is not None
                     parsed = parse(raw)
+                del raw  # the bytes: only the parsed text is needed from here
             # a file's own title and info may hold NULs (NUL-padded PDF strings), which no store keeps
             parsed = replace(parsed, title=without_nul(parsed.title), metadata=without_nul(parsed.metadata))
             self._check_size(source, parsed)
-            reserve = self.enricher.reserve_tokens if self.enricher else 0
-            with stage("chunk"):
-                chunks = chunk_document(
-                    parsed,
-                    self.embedder.count_tokens,
-                    min(self.settings.chunk_max_tokens, self.embedder.max_tokens) - reserve,
-                    self.settings.chunk_overlap,
-                )
-            if self.enricher:
-                chunks = self.enricher(parsed, chunks)
+            parts = self._chunk_parts(parsed)
+            chunks = next(parts, [])  # a failure in the first part leaves the document untouched
             self._check_time(source, deadline)
         except SourcebookError as exc:
-            return record_failure(self.store, existing, doc_id, collection, source, exc)
-        if self.only_existing and self.store.get_document(doc_id) is None:  # deleted while it was parsed
-            return IngestResult(source, CANCELLED, doc_id)
-        self.store.upsert_document(
-            doc_id,
-            collection=collection,
-            source=source,
-            title=parsed.title,
-            media_type=parsed.media_type,
-            metadata={**parsed.metadata, **metadata},
-            status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
-            owner=this_process(),
+            yield record_failure(self.store, existing, doc_id, collection, source, exc)
+            return
+        try:
+            self.store.upsert_document(
+                doc_id,
+                collection=collection,
+                source=source,
+                title=parsed.title,
+                media_type=parsed.media_type,
+                metadata={**parsed.metadata, **metadata},
+                status=DocumentStatus.PENDING,  # parsed and chunked, queued for embedding
+                owner=this_process(),
+                create=not self.only_existing,  # a job's document deleted while it was parsed stays deleted
+            )
+        except DocumentNotFoundError:
+            yield IngestResult(source, CANCELLED, doc_id)
+            return
+        action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
+        document = _Document(doc_id, source, fingerprint, parsed.title, action, deadline)
+        try:
+            while True:
+                for first in range(0, len(chunks), EMBED_BATCH_CHUNKS):
+                    self._queue_slice(document, collection, chunks[first : first + EMBED_BATCH_CHUNKS])
+                    yield None
+                chunks = next(parts, None)
+                if chunks is None or document.stopped is not None:  # done, or deleted or over time meanwhile
+                    break
+                self._check_time(source, deadline)
+        except SourcebookError as exc:  # a later part failed: what is queued is dropped, the old chunks stay
+            document.stopped = exc
+        self._queue.append(_Pending(document, [], {}, [], last=True))
+
+    def _chunk_parts(self, parsed: ParsedDocument) -> Iterator[list[Chunk]]:
+        """The document's chunks a part at a time (chunking/parts.py), with their LLM context when enriched."""
+        reserve = self.enricher.reserve_tokens if self.enricher else 0
+        parts = chunk_in_parts(
+            parsed,
+            self.embedder.count_tokens,
+            min(self.settings.chunk_max_tokens, self.embedder.max_tokens) - reserve,
+            self.settings.chunk_overlap,
         )
+        while True:
+            with stage("chunk"):
+                chunks = next(parts, None)
+            if chunks is None:
+                return
+            yield self.enricher(parsed, chunks) if self.enricher else chunks
+
+    def _queue_slice(self, document: _Document, collection: str, chunks: list[Chunk]) -> None:
+        """Queue a slice of the document's chunks, reusing the stored vectors of unchanged ones."""
         hashes = [c.content_hash for c in chunks]
         known = self.store.vectors_for_hashes(collection, hashes)
         missing = [i for i, h in enumerate(hashes) if h not in known]
-        action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
-        pending = _Pending(doc_id, source, fingerprint, parsed, chunks, known, missing, action, deadline)
+        pending = _Pending(document, chunks, known, missing)
         if self.settings.vector_windows:
             self._plan_windows(pending, collection)
+        document.chunks += len(chunks)
+        document.embedded += len(missing)
         self._queue.append(pending)
         self._emit("chunked", len(pending.chunk_passes()))
-        return None
 
     def _check_size(self, source: str, parsed: ParsedDocument) -> None:
         """Refuse a source over max_pages or max_characters (SourceTooLargeError)."""
@@ -376,19 +437,20 @@ class Ingestor:
                 source, f"ingestion took over {self.settings.max_ingest_seconds:g} s (max_ingest_seconds); nothing was written"
             )
 
-    def _check_stopped(self, documents: Sequence[_Pending]) -> bool:
+    def _check_stopped(self, slices: Sequence[_Pending]) -> bool:
         """Mark the documents deleted meanwhile (cancelled) or over their time; True when none is left to embed."""
-        for pending in documents:
-            if pending.stopped is not None:
+        documents = {id(p.document): p.document for p in slices}.values()
+        for document in documents:
+            if document.stopped is not None:
                 continue
-            if self.store.get_document(pending.doc_id) is None:
-                pending.stopped = DocumentNotFoundError(f"{pending.source}: deleted while it was ingested")
+            if self.store.get_document(document.doc_id) is None:
+                document.stopped = DocumentNotFoundError(f"{document.source}: deleted while it was ingested")
                 continue
             try:
-                self._check_time(pending.source, pending.deadline)
+                self._check_time(document.source, document.deadline)
             except IngestTimeoutError as exc:
-                pending.stopped = exc
-        return all(pending.stopped is not None for pending in documents)
+                document.stopped = exc
+        return all(document.stopped is not None for document in documents)
 
     def _embed(self, documents: list[_Pending], requests: list[Request], chunks: int) -> _Embedded | None:
         """Embed `requests` (the documents' missing ones, `chunks` of them chunks) a slice at a
@@ -438,11 +500,14 @@ class Ingestor:
     def _start(self, worker: ThreadPoolExecutor) -> _Batch:
         """Mark the queued documents processing and embed their missing chunks in the worker."""
         queue, self._queue = self._queue, []
-        for pending in queue:
+        for document in {id(p.document): p.document for p in queue}.values():
+            if document.processing or document.stopped is not None:
+                continue
             try:
-                self.store.set_status(pending.doc_id, DocumentStatus.PROCESSING, owner=this_process())
+                self.store.set_status(document.doc_id, DocumentStatus.PROCESSING, owner=this_process())
+                document.processing = True
             except DocumentNotFoundError as exc:  # deleted since it was prepared
-                pending.stopped = exc
+                document.stopped = exc
         requests = [request for p in queue for request in p.requests()]
         chunks = sum(len(p.chunk_passes()) for p in queue)
         # in this thread's context: the model calls count towards the usage tally metering it (usage.py)
@@ -450,59 +515,68 @@ class Ingestor:
         return _Batch(queue, worker.submit(embed, self._embed, queue, requests, chunks) if requests else None)
 
     def _finish(self, batch: _Batch) -> list[IngestResult]:
-        """Wait for the batch's vectors, then write each document in its own transaction."""
+        """Wait for the batch's vectors and spool each slice's; write each document whose last
+        slice this is, in its own transaction."""
         fresh = batch.vectors.result() if batch.vectors is not None else None
         self._check_stopped(batch.documents)
         results: list[IngestResult] = []
         offset = 0
         for pending in batch.documents:
+            document = pending.document
             count = pending.text_count()
-            if count and pending.stopped is None:
-                assert fresh is not None
-                vectors, pooled = fresh
-                pending.take(vectors[offset : offset + count], pooled[offset : offset + count])
-            offset += count
             with stage("write"):
-                results.append(self._write(pending))
+                if document.stopped is None:
+                    if count:
+                        assert fresh is not None
+                        vectors, pooled = fresh
+                        pending.take(vectors[offset : offset + count], pooled[offset : offset + count])
+                    if pending.chunks:
+                        document.spool.append(self._embedded_batch(pending))
+                if pending.last:
+                    results.append(self._write(document))
+            offset += count
         return results
 
-    def _write(self, pending: _Pending) -> IngestResult:
+    def _embedded_batch(self, pending: _Pending) -> tuple[list[Chunk], np.ndarray, list[np.ndarray]]:
+        """The slice's chunks with their vectors and window vectors, as the store takes them."""
+        dim = self.embedder.dimension
+        no_windows = np.zeros((0, dim), np.float32)
+        matrix = np.stack([pending.vectors[c.content_hash] for c in pending.chunks]).astype(np.float32)
+        windows = [pending.windows.get(c.content_hash, no_windows).astype(np.float32, copy=False) for c in pending.chunks]
+        return pending.chunks, matrix, windows
+
+    def _write(self, document: _Document) -> IngestResult:
         try:
-            if pending.stopped is not None:
-                raise pending.stopped
-            self._store_chunks(pending)  # refuses a document deleted meanwhile: nothing is written
+            if document.stopped is not None:
+                raise document.stopped
+            # refuses a document deleted meanwhile: nothing is written
+            self.store.replace_chunks_in_batches(
+                document.doc_id, content_hash=document.fingerprint, title=document.title, batches=document.spool.batches()
+            )
         except DocumentNotFoundError:
-            result = IngestResult(pending.source, CANCELLED, pending.doc_id)
+            result = IngestResult(document.source, CANCELLED, document.doc_id)
         except SourcebookError as exc:
-            existed = pending.action == "updated"
-            if existed:  # the old chunks are intact: the document is still what it was
-                self.store.set_status(pending.doc_id, DocumentStatus.READY)
-            else:
-                self.store.set_status(pending.doc_id, DocumentStatus.ERROR, str(exc))
-            result = IngestResult(pending.source, "failed", pending.doc_id, None, 0, 0, str(exc), exc.code)
+            result = self._failed(document, exc)
         else:
             result = IngestResult(
-                pending.source, pending.action, pending.doc_id, str(DocumentStatus.READY), len(pending.chunks), len(pending.missing)
+                document.source, document.action, document.doc_id, str(DocumentStatus.READY), document.chunks, document.embedded
             )
+        finally:
+            document.spool.close()
         self._emit("document", 1, result)
         return result
 
-    def _store_chunks(self, pending: _Pending) -> None:
-        dim = self.embedder.dimension
-        matrix = (
-            np.stack([pending.vectors[c.content_hash] for c in pending.chunks]).astype(np.float32)
-            if pending.chunks
-            else np.zeros((0, dim), dtype=np.float32)
-        )
-        self.store.replace_chunks(
-            pending.doc_id,
-            content_hash=pending.fingerprint,
-            title=pending.parsed.title,
-            chunks=pending.chunks,
-            vectors=matrix,
-            windows=[pending.windows.get(c.content_hash, np.zeros((0, dim), np.float32)).astype(np.float32, copy=False)
-                     for c in pending.chunks],
-        )
+    def _failed(self, document: _Document, exc: SourcebookError) -> IngestResult:
+        """Record a failure after the document was queued: an update keeps its old chunks and is
+        ready again, a new document records the error (one deleted meanwhile is cancelled)."""
+        try:
+            if document.action == "updated":  # the old chunks are intact: the document is still what it was
+                self.store.set_status(document.doc_id, DocumentStatus.READY)
+            else:
+                self.store.set_status(document.doc_id, DocumentStatus.ERROR, str(exc))
+        except DocumentNotFoundError:
+            return IngestResult(document.source, CANCELLED, document.doc_id)
+        return IngestResult(document.source, "failed", document.doc_id, None, 0, 0, str(exc), exc.code)
 
 
 _NO_WINDOWS = np.zeros((0, 0), np.float32)

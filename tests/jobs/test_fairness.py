@@ -24,6 +24,7 @@ from sourcebook.jobs import IngestItem, IngestJob
 from sourcebook.models import IngestResult
 from sourcebook.settings import Settings
 from sourcebook.stores import open_store
+from sourcebook.stores.sqlite import SQLiteStore
 
 from .gated import SMALL, GatedEmbedder, big_markdown
 
@@ -159,6 +160,32 @@ def test_a_job_whose_document_was_deleted_before_it_ran_is_cancelled_not_recreat
     assert result.action == "cancelled"
     assert kb.documents() == []
     kb.close()
+
+
+def test_a_delete_landing_just_before_the_job_records_its_document_is_not_undone(
+    tmp_path: Path, model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race left by the cancellation of issue 17 #6: the job looked (the document was
+    there), then the user deleted it, then the job wrote its row: an upsert that created it again."""
+    kb = open_kb(tmp_path / "kb.db", model)
+    job = upload_job(kb, tmp_path, "lunch.md", SMALL)
+    doc_id = job.items[0].document_id
+    monkeypatch.setattr(SQLiteStore, "upsert_document", deleted_just_before(SQLiteStore.upsert_document, monkeypatch))
+    [result] = kb.ingestion_runner().run(job)  # type: ignore[attr-defined]
+    assert (result.action, result.document_id) == ("cancelled", doc_id)
+    assert kb.documents() == [] and chunk_rows(tmp_path / "kb.db", doc_id) == 0
+    kb.close()
+
+
+def deleted_just_before(upsert: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`upsert_document` whose first call is preceded by the document's deletion (then restored)."""
+
+    def delete_then_upsert(store: Any, document_id: str, **fields: Any) -> None:
+        monkeypatch.undo()
+        store.delete_document(document_id)
+        upsert(store, document_id, **fields)
+
+    return delete_then_upsert
 
 
 def test_too_many_characters_is_a_named_error_for_that_source_only(tmp_path: Path, model: Embedder) -> None:

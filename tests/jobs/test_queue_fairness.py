@@ -9,15 +9,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from sourcebook import KnowledgeBase
 from sourcebook.embedders.base import Embedder
 from sourcebook.jobs.worker import IngestWorker
 from sourcebook.settings import Settings
+from sourcebook.stores.postgres import PostgresStore
 from sourcebook.stores import open_store
 from sourcebook.wiring import Components
 
 from .gated import SMALL, GatedEmbedder, big_markdown
+from .test_fairness import deleted_just_before
 from .test_queue import embedder, open_kb, run_worker  # noqa: F401 (the module-scoped model fixture)
 
 WAIT = 120.0
@@ -105,6 +108,20 @@ def test_deleting_a_running_document_cancels_its_job_and_leaves_no_chunks(
     assert (result["action"], result["error"]) == ("cancelled", None)
     assert gated.marked_batches == 1
     assert acme.documents() == [] and chunks == (0,)
+
+
+def test_a_delete_landing_just_before_the_job_records_its_document_is_not_undone(
+    fresh_postgres_dsn: str, embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    """The race of test_fairness's test of the same name, on the Postgres queue's worker."""
+    acme = open_kb(fresh_postgres_dsn, embedder, "acme")
+    doc_id = add_file(acme, tmp_path, "lunch.md", SMALL)
+    monkeypatch.setattr(PostgresStore, "upsert_document", deleted_just_before(PostgresStore.upsert_document, monkeypatch))
+    run_worker(fresh_postgres_dsn, Settings(db=fresh_postgres_dsn), embedder)
+    with psycopg.connect(fresh_postgres_dsn) as conn:
+        [(result,)] = conn.execute("SELECT result FROM sourcebook_ingest_jobs WHERE document_id = %s", (doc_id,)).fetchall()
+    assert result["action"] == "cancelled"
+    assert acme.documents() == []
 
 
 def test_a_queued_job_whose_document_was_deleted_is_cancelled_not_recreated(

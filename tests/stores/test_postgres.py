@@ -94,6 +94,22 @@ def test_rows_of_another_tenant_cannot_be_written_or_touched(two_tenants: Postgr
     assert [s.message_count for s in globex.list_chat_sessions()] == [1]
 
 
+def test_every_table_but_those_the_readme_names_is_under_forced_row_level_security(migrated_postgres_dsn: str) -> None:
+    """Issue 17 (smaller): the README lists the tables outside row-level security and why; a
+    table added later without a policy would make that list wrong."""
+    with psycopg.connect(migrated_postgres_dsn) as conn:
+        tables = conn.execute(
+            """SELECT c.relname, c.relrowsecurity AND c.relforcerowsecurity,
+                      EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = n.nspname AND p.tablename = c.relname)
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()"""
+        ).fetchall()
+    outside = {name for name, forced, policy in tables if not (forced and policy)}
+    assert {name for name in outside if not name.startswith("procrastinate_")} == {"api_keys", "schema_migrations"}
+    assert {"collections", "documents", "chunks", "usage", "summaries", "search_generations"} <= {
+        name for name, *_ in tables} - outside
+
+
 def test_a_connection_without_a_tenant_sees_nothing(two_tenants: PostgresStore) -> None:
     with psycopg.connect(two_tenants.dsn, autocommit=True) as conn:
         conn.execute(f"SET ROLE {RLS_ROLE}")

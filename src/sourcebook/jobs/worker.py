@@ -1,9 +1,9 @@
 """`sourcebook worker`: processes ingestion jobs from the Postgres queue, on any machine.
 
 Why it holds together:
-* A job writes its document's chunks with one `replace_chunks` call, which the store runs
-  in one transaction: a worker killed mid-document leaves the old chunks (or none), never
-  part of the new ones.
+* A job writes its document's chunks with one `replace_chunks_in_batches` call, which the
+  store runs in one transaction: a worker killed mid-document leaves the old chunks (or none),
+  never part of the new ones.
 * procrastinate workers send heartbeats. A job still `doing` under a worker whose heartbeat
   went stale (killed, machine lost) is stalled: every worker looks for stalled jobs every
   `stalled_after / 2` seconds and queues them again (one worker at a time, under an advisory

@@ -10,7 +10,7 @@ import re
 
 from ..models import ParsedDocument
 from .reference import add_man_page, looks_like_man_page
-from .text import DocumentBuilder, decode_text, short_title, split_paragraphs, title_from_source
+from .text import DocumentBuilder, decode_text, first_line, short_title, split_paragraphs, title_from_source
 
 _ADORNMENT = re.compile(r"""^([=\-~^"'`*+#:.<>_])\1{2,}$""")
 
@@ -63,6 +63,5 @@ class TextLoader:
                 styles.append(style)
             builder.heading(styles.index(style) + 1, title)
             builder.add("paragraph", "\n".join(rest))
-        first_line = next((line for line in text.splitlines() if line.strip()), "")
-        title = builder.first_heading or short_title(first_line)
+        title = builder.first_heading or short_title(first_line(text))
         return builder.build(source, title, self.media_types[0], {"encoding": encoding})

@@ -48,6 +48,7 @@ def _one_term(text: str) -> str:
 
 _MAN_HEADER = re.compile(r"^\s*([\w.:+-]+)\((\d\w*)\)\s.*\s\1\(\2\)\s*$")
 _MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 ,/()&'-]{1,40}$")
+_SNIFF_CHARS = 16384  # a man page's header and NAME section are within its first 40 lines
 
 
 def _indent(line: str) -> int:
@@ -57,7 +58,7 @@ def _indent(line: str) -> int:
 def looks_like_man_page(text: str) -> bool:
     """Text laid out as a rendered man page: a NAME section heading in column 0 and an
     indented body, or the "GIT-PUSH(1) ... GIT-PUSH(1)" header line."""
-    lines = text.splitlines()[:40]
+    lines = text[:_SNIFF_CHARS].splitlines()[:40]  # never every line of a large text
     has_name = any(line.rstrip() == "NAME" for line in lines)
     return bool(lines) and (bool(_MAN_HEADER.match(lines[0])) or has_name) and has_name
 

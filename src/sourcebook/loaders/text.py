@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
+from collections.abc import Iterator
 from pathlib import PurePath, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +35,7 @@ _SNIFF_BYTES = 65536
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _WESTERN_PUNCTUATION = frozenset("‘’‚“”„–—…•€«»°§©®™·¶±×÷¿¡ªº´¨¸¯µ£¥¢")
 _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
+_NON_SPACE = re.compile(r"\S")
 _TITLE_MAX = 100
 _NAV_WORD = r"(?:prev(?:ious)?|next|up|home|top|contents|index|table of contents|back)"
 _NAV_STRIP = re.compile(rf"^[\s|·•:«»<>\-–—\[\]]*(?:{_NAV_WORD}[\s|·•:«»<>\-–—\[\]]*)+$", re.IGNORECASE)
@@ -134,10 +136,18 @@ def clean_code(text: str) -> str:
 _CLEANERS = {"code": clean_code, "list": clean_lines, "table": clean_lines}
 
 
-def split_paragraphs(text: str) -> list[str]:
-    """Split on blank lines (lines holding only whitespace count as blank)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return [part for part in _BLANK_LINE.split(text) if part.strip()]
+def split_paragraphs(text: str) -> Iterator[str]:
+    """Split on blank lines (lines holding only whitespace count as blank), one paragraph at a
+    time: a large file's paragraphs are never all held as strings besides its blocks."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    start = 0
+    for blank in _BLANK_LINE.finditer(text):
+        if text[start : blank.start()].strip():
+            yield text[start : blank.start()]
+        start = blank.end()
+    if text[start:].strip():
+        yield text[start:]
 
 
 def title_from_source(source: str) -> str:
@@ -235,3 +245,9 @@ class DocumentBuilder:
 
     def _path(self) -> tuple[str, ...]:
         return tuple(text for _, text in self._open)
+
+
+def first_line(text: str) -> str:
+    """The text's first line that is not blank, without splitting a large text into lines."""
+    first = _NON_SPACE.search(text)
+    return text[first.start() : first.start() + _SNIFF_BYTES].splitlines()[0] if first else ""

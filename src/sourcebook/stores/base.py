@@ -9,7 +9,7 @@ every implementation: positive BM25 for keyword search, cosine similarity for ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, Protocol, TypedDict, Unpack, runtime_checkable
 
@@ -20,6 +20,8 @@ from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
 from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
 from ..usage import UsageTally
 
+ChunkBatch = tuple[Sequence[Chunk], np.ndarray, Sequence[np.ndarray] | None]
+"""Chunks, their vectors and their window vectors (None: no windows), as `replace_chunks` takes them."""
 
 @dataclass(frozen=True)
 class CollectionInfo:
@@ -93,11 +95,13 @@ class DocumentStore(Protocol):
         self, collection: str | None = None, status: DocumentStatus | None = None
     ) -> list[DocumentRecord]: ...
 
-    def upsert_document(self, document_id: str, **fields: Unpack[DocumentFields]) -> None:
+    def upsert_document(self, document_id: str, *, create: bool = True, **fields: Unpack[DocumentFields]) -> None:
         """Create the document row or update its descriptive fields and status.
 
         Never touches its chunks, content hash or chunk count: a document being
         re-processed stays searchable with its old chunks until `replace_chunks`.
+        With `create=False` only an existing row is updated, else DocumentNotFoundError, in
+        one statement: an ingestion job never brings back a document deleted meanwhile.
         """
 
     def set_status(
@@ -131,6 +135,16 @@ class DocumentStore(Protocol):
         `windows`, when given, holds one float32 array per chunk of shape (k, dimension),
         k >= 0: the vectors of the chunk's sentence windows (chunking/windows.py), which vector
         search scores the chunk by too.
+        """
+
+    def replace_chunks_in_batches(
+        self, document_id: str, *, content_hash: str, title: str, batches: Iterable[ChunkBatch]
+    ) -> None:
+        """`replace_chunks` with the chunks given a batch at a time, read while the one
+        transaction writes them: a document of any size is written atomically while only one
+        batch is held in memory. A batch is (chunks, vectors, windows) as `replace_chunks`
+        takes them; positions are unique across all batches. A malformed batch, or an
+        exception raised by `batches` itself, rolls everything back: the old chunks stay.
         """
 
     def delete_document(self, document_id: str) -> None:

@@ -23,7 +23,7 @@ key store that stands alone subclasses `KeyStoreSuite` and overrides its `key_st
 A back end that fills only some roles subclasses only their suites:
 
 - `DocumentStoreSuite`: collections, documents, chunks with their vectors and sentence windows,
-  `vectors_for_hashes` / `windows_for_hashes`, `export_chunks`, atomic `replace_chunks`;
+  `vectors_for_hashes` / `windows_for_hashes`, `export_chunks`, atomic `replace_chunks` (and `replace_chunks_in_batches`);
 - `SearchStoreSuite`: `keyword_search` (BM25, inert query syntax) and `vector_search` (cosine,
   windows), both under every kind of `SearchFilter`;
 - `ChatStoreSuite`: chat sessions and their messages;

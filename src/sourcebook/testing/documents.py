@@ -6,7 +6,7 @@ midway through the write, leaves the document's old chunks exactly as they were.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +21,7 @@ from sourcebook.errors import (
 from sourcebook.models import Chunk, DocumentStatus
 from sourcebook.owners import this_process
 from sourcebook.stores import Store
+from sourcebook.stores.base import ChunkBatch
 
 from .helpers import (
     DIM,
@@ -161,6 +162,22 @@ class DocumentStoreSuite(StoreFixtures):
         assert (record.chunk_count, record.content_hash) == (1, "hash-d1")
         assert ids(store.keyword_search("original", 5, EVERYTHING)) == ["d1#0"]
 
+    def test_an_update_only_upsert_never_creates_the_document(self, store: Store) -> None:
+        fields = dict(collection="docs", source="d1.txt", title="Renamed", media_type="text/plain", metadata={"v": 1},
+                      status=DocumentStatus.PENDING, owner=this_process())
+        with pytest.raises(DocumentNotFoundError):
+            store.upsert_document("d1", create=False, **fields)  # type: ignore[arg-type]
+        assert store.get_document("d1") is None
+        add_document(store, "d1", ["kept words"])
+        acme = store.for_tenant("acme")
+        acme.ensure_collection("docs", MODEL, DIM)
+        with pytest.raises(DocumentNotFoundError):  # another tenant's document is not there to update
+            acme.upsert_document("d1", create=False, **fields)  # type: ignore[arg-type]
+        store.upsert_document("d1", create=False, **fields)  # type: ignore[arg-type]
+        record = stored_record(store, "d1")
+        assert (record.title, record.metadata, record.status, record.chunk_count) == ("Renamed", {"v": 1}, "pending", 1)
+        assert ids(store.keyword_search("kept", 5, EVERYTHING)) == ["d1#0"]
+
     # Chunks -----------------------------------------------------------------------------------
     def test_replace_chunks_then_read_them_back(self, store: Store) -> None:
         store.upsert_document("d1", collection="docs", source="a.txt", title="Old title", media_type="text/plain",
@@ -256,6 +273,39 @@ class DocumentStoreSuite(StoreFixtures):
         with pytest.raises(RuntimeError):
             store.replace_chunks("d1", content_hash="new", title="T", chunks=chunks,
                                  vectors=np.stack([unit(1.0)] * 3))
+        assert_old_chunks_intact(store)
+
+    def test_chunks_written_in_batches_read_back_as_one_write(self, store: Store) -> None:
+        add_document(store, "d1", ["old alpha", "old beta"], vectors=[unit(1.0), unit(0.0, 1.0)])
+        chunks = make_chunks(["one words", "two words", "three words", "four words", "five words"])
+        vectors = np.stack([unit(1.0), unit(0.0, 1.0), unit(0.0, 0.0, 1.0), unit(1.0, 1.0), unit(0.0, 1.0, 1.0)])
+        windows = [np.stack([unit(0.0, 0.0, 0.0, 1.0)]) if i == 3 else np.zeros((0, DIM), np.float32) for i in range(5)]
+        batches = [(chunks[first : first + 2], vectors[first : first + 2], windows[first : first + 2]) for first in (0, 2, 4)]
+        store.replace_chunks_in_batches("d1", content_hash="h5", title="T", batches=iter(batches))
+
+        record = stored_record(store, "d1")
+        assert (record.status, record.chunk_count, record.content_hash) == (DocumentStatus.READY, 5, "h5")
+        exported, matrix, got = store.export_chunks("d1")
+        assert exported == chunks and np.array_equal(matrix, vectors)
+        assert [len(w) for w in got] == [0, 0, 0, 1, 0]
+        assert ids(store.vector_search(unit(0.0, 0.0, 0.0, 1.0), 1, EVERYTHING)) == ["d1#3"]
+        assert ids(store.keyword_search("five", 5, EVERYTHING)) == ["d1#4"]
+        assert store.keyword_search("alpha", 5, EVERYTHING) == []
+
+    def test_a_batch_that_fails_midway_keeps_the_old_chunks(self, store: Store) -> None:
+        add_document(store, "d1", ["old alpha", "old beta"], vectors=[unit(1.0), unit(0.0, 1.0)])
+        chunks = make_chunks(["new one", "new two", "new three"])
+
+        def batches_then_failure() -> Iterator[ChunkBatch]:
+            yield chunks[:2], np.stack([unit(1.0)] * 2), None
+            raise RuntimeError("simulated failure between two batches (the caller's reading)")
+
+        with pytest.raises(RuntimeError):
+            store.replace_chunks_in_batches("d1", content_hash="new", title="T", batches=batches_then_failure())
+        assert_old_chunks_intact(store)
+        malformed = [(chunks[:2], np.stack([unit(1.0)] * 2), None), (chunks[2:], np.zeros((1, DIM + 1), np.float32), None)]
+        with pytest.raises(ValueError):
+            store.replace_chunks_in_batches("d1", content_hash="new", title="T", batches=malformed)
         assert_old_chunks_intact(store)
 
     def test_replace_chunks_of_unknown_document(self, store: Store) -> None:

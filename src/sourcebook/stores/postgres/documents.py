@@ -10,7 +10,7 @@ INSERT ... SELECT each, which the policies check.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..common import (
 )
 from ..sql import graph_write
 from ..sql.dialect import POSTGRES, Sql
-from ..sql.documents import UPSERT_DOCUMENT, SqlDocuments
+from ..sql.documents import UPSERT_DOCUMENT, CheckedBatch, SqlDocuments
 from .vectors import window_matrix
 
 _COPY_COLUMNS = (
@@ -89,11 +89,7 @@ class PostgresDocuments(SqlDocuments):
             self._searches_changed(Sql(conn, POSTGRES))
 
     # Documents -----------------------------------------------------------
-    def _replace_chunks(
-        self, document_id: str, content_hash: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray,
-        windows: list[np.ndarray],
-    ) -> None:
-        """`replace_chunks` on checked input."""
+    def _replace_chunks(self, document_id: str, content_hash: str, title: str, batches: Iterable[CheckedBatch]) -> None:
         with self._write() as conn:
             row = conn.execute(
                 """SELECT d.collection, c.dimension FROM documents d JOIN collections c ON c.name = d.collection
@@ -103,14 +99,17 @@ class PostgresDocuments(SqlDocuments):
             if row is None:
                 raise not_found(document_id)
             collection, dimension = row
-            check_vector_dimension(document_id, dimension, vectors)
             graph_write.forget_document(Sql(conn, POSTGRES).execute, document_id)
             conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
-            _copy_chunks(conn, document_id, collection, title, chunks, vectors, windows)
+            count = 0
+            for chunks, vectors, windows in batches:
+                check_vector_dimension(document_id, dimension, vectors)
+                _copy_chunks(conn, document_id, collection, title, chunks, vectors, windows)
+                count += len(chunks)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, processing_owner = NULL, chunk_count = %s, content_hash = %s,
                           title = %s, updated_at = %s WHERE id = %s""",
-                (len(chunks), content_hash, title, now(), document_id),
+                (count, content_hash, title, now(), document_id),
             )
             self._searches_changed(Sql(conn, POSTGRES))
 
@@ -150,7 +149,9 @@ def _copy_chunks(
     """Binary COPY of the chunk rows (vectors included), their BM25 postings and their
     window vectors into the session's staging tables, then one INSERT ... SELECT each
     under the tenant's policies (ON COMMIT DELETE ROWS empties the staging tables; a
-    rollback discards their rows)."""
+    rollback discards their rows; each call empties them first, for the next batch of a document)."""
+    for staging in ("chunk_staging", "term_staging", "window_staging"):
+        conn.execute(f"DELETE FROM {staging}")
     names = ", ".join(name for name, _ in _COPY_COLUMNS)
     dimension = vectors.shape[1]
     analysed = {c.position: term_counts(indexed_text(title, c.heading_path, c.text)) for c in chunks}

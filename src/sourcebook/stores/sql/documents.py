@@ -9,14 +9,14 @@ apart (`_upsert_document_row`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...models import Chunk, DocumentRecord, DocumentStatus, StoredChunk
 from ...owners import interrupted_reason, owner_gone
-from ..base import CollectionInfo
+from ..base import ChunkBatch, CollectionInfo
 from ..common import (
     check_chunks_and_vectors,
     check_windows,
@@ -52,6 +52,10 @@ UPSERT_DOCUMENT = """INSERT INTO documents (id, tenant, collection, source, titl
         metadata = excluded.metadata, updated_at = excluded.updated_at,
         processing_owner = excluded.processing_owner"""
 """The upsert `_upsert_document_row` runs (parameters in its column order)."""
+UPDATE_DOCUMENT = """UPDATE documents SET collection = ?, source = ?, title = ?, media_type = ?, status = ?, error = ?,
+                                          metadata = ?, updated_at = ?, processing_owner = ?
+    WHERE id = ? AND tenant = ?"""
+"""`upsert_document(create=False)`: UPSERT_DOCUMENT's update alone, which never creates the row."""
 
 
 UNFINISHED = (DocumentStatus.PENDING.value, DocumentStatus.PROCESSING.value)
@@ -76,6 +80,17 @@ def document_record(row: Sequence[Any]) -> DocumentRecord:
     )
 
 
+CheckedBatch = tuple[Sequence[Chunk], np.ndarray, list[np.ndarray]]
+"""A `ChunkBatch` whose shapes were checked, with one window matrix per chunk."""
+
+
+def checked_batch(batch: ChunkBatch) -> CheckedBatch:
+    """The batch, refused with ValueError when malformed (a caller bug)."""
+    chunks, vectors, windows = batch
+    check_chunks_and_vectors(chunks, vectors)
+    return chunks, vectors, check_windows(chunks, vectors, windows)
+
+
 def stored_chunk(row: Sequence[Any]) -> StoredChunk:
     id_, document_id, collection, source, title, position, text, heading_path, page, prefix = row
     return StoredChunk(
@@ -91,11 +106,9 @@ class SqlDocuments(SharedSql):
         """Run UPSERT_DOCUMENT, refusing with `common.document_id_taken` an id another tenant holds."""
         raise NotImplementedError
 
-    def _replace_chunks(
-        self, document_id: str, content_hash: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray,
-        windows: list[np.ndarray],
-    ) -> None:
-        """`replace_chunks` once its input is checked: each store writes chunks its own way."""
+    def _replace_chunks(self, document_id: str, content_hash: str, title: str, batches: Iterable[CheckedBatch]) -> None:
+        """`replace_chunks_in_batches` on batches checked as they are read: each store writes
+        chunks its own way, in one transaction that reads `batches` as it goes."""
         raise NotImplementedError
 
     def ensure_collection(self, name: str, embedding_model: str, dimension: int) -> None:
@@ -190,6 +203,7 @@ class SqlDocuments(SharedSql):
         status: DocumentStatus,
         error: str | None = None,
         owner: str | None = None,
+        create: bool = True,
     ) -> None:
         """See `DocumentStore.upsert_document`; metadata values JSON cannot hold (dates) are stored as text."""
         stamp = now()
@@ -204,10 +218,14 @@ class SqlDocuments(SharedSql):
             ).fetchone()
             if taken is not None:
                 raise source_taken(source, collection, taken[0])
-            self._upsert_document_row(sql, (
+            row = (
                 document_id, self.tenant, collection, source, title, media_type, DocumentStatus(status).value,
                 error, json.dumps(metadata, default=str), stamp, stamp, owned_status(status, owner),
-            ))
+            )
+            if create:
+                self._upsert_document_row(sql, row)
+            elif not sql.execute(UPDATE_DOCUMENT, (*row[2:9], *row[10:], document_id, self.tenant)).rowcount:
+                raise not_found(document_id)
             self._searches_changed(sql)  # title, source and metadata are what hits show and filters match
 
     def replace_chunks(
@@ -221,8 +239,13 @@ class SqlDocuments(SharedSql):
         windows: Sequence[np.ndarray] | None = None,
     ) -> None:
         """See `DocumentStore.replace_chunks`: malformed input is refused before any transaction."""
-        check_chunks_and_vectors(chunks, vectors)
-        self._replace_chunks(document_id, content_hash, title, chunks, vectors, check_windows(chunks, vectors, windows))
+        self._replace_chunks(document_id, content_hash, title, [checked_batch((chunks, vectors, windows))])
+
+    def replace_chunks_in_batches(
+        self, document_id: str, *, content_hash: str, title: str, batches: Iterable[ChunkBatch]
+    ) -> None:
+        """See `DocumentStore.replace_chunks_in_batches`: a malformed batch rolls the transaction back."""
+        self._replace_chunks(document_id, content_hash, title, map(checked_batch, batches))
 
     def set_status(
         self, document_id: str, status: DocumentStatus, error: str | None = None, owner: str | None = None

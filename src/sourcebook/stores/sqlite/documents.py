@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..common import (
 )
 from ..sql import graph_write
 from ..sql.dialect import Sql
-from ..sql.documents import UPSERT_DOCUMENT, SqlDocuments
+from ..sql.documents import UPSERT_DOCUMENT, CheckedBatch, SqlDocuments
 from .terms import index_terms
 from .schema import bump_generation
 from .vectors import window_blob, window_matrix
@@ -58,21 +58,20 @@ class SQLiteDocuments(SqlDocuments):
             conn.execute("DELETE FROM collections WHERE tenant = ? AND name = ?", key)
             bump_generation(conn)
 
-    def _replace_chunks(
-        self, document_id: str, content_hash: str, title: str, chunks: Sequence[Chunk], vectors: np.ndarray,
-        windows: list[np.ndarray],
-    ) -> None:
-        """`replace_chunks` on checked input."""
+    def _replace_chunks(self, document_id: str, content_hash: str, title: str, batches: Iterable[CheckedBatch]) -> None:
         with self._write() as conn:
             dimension = _document_dimension(conn, self.tenant, document_id)
-            check_vector_dimension(document_id, dimension, vectors)
             graph_write.forget_document(conn.execute, document_id)
             _delete_chunk_rows(conn, document_id)
-            _insert_chunk_rows(conn, document_id, title, chunks, vectors, windows)
+            count = 0
+            for chunks, vectors, windows in batches:
+                check_vector_dimension(document_id, dimension, vectors)
+                _insert_chunk_rows(conn, document_id, title, chunks, vectors, windows)
+                count += len(chunks)
             conn.execute(
                 """UPDATE documents SET status = 'ready', error = NULL, processing_owner = NULL, chunk_count = ?, content_hash = ?,
                           title = ?, updated_at = ? WHERE id = ?""",
-                (len(chunks), content_hash, title, now(), document_id),
+                (count, content_hash, title, now(), document_id),
             )
             bump_generation(conn)
 
@@ -136,7 +135,13 @@ def _insert_chunk_rows(
             for c in chunks
         ],
     )
-    seqs = dict(conn.execute("SELECT position, seq FROM chunks WHERE document_id = ?", (document_id,)))
+    if not chunks:
+        return
+    positions = [c.position for c in chunks]
+    seqs = dict(conn.execute(  # this batch's rows (a document written in batches has others)
+        "SELECT position, seq FROM chunks WHERE document_id = ? AND position BETWEEN ? AND ?",
+        (document_id, min(positions), max(positions)),
+    ))
     contiguous = np.ascontiguousarray(vectors)
     conn.executemany(
         "INSERT INTO vectors (chunk_seq, vector, windows) VALUES (?, ?, ?)",
