@@ -41,7 +41,7 @@ import numpy as np
 from sourcebook import KnowledgeBase, Settings
 from sourcebook.chunking import chunk_document
 from sourcebook.evaluation.metrics import percentile
-from sourcebook.ingest import document_id
+from sourcebook.identity import document_id
 from sourcebook.loaders import iter_beir
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter, sha256_text
 from sourcebook.embedders.base import Embedder

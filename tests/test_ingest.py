@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from sourcebook.ingest import document_id
+from sourcebook.identity import document_id
 
 
 def test_document_ids_differ_per_tenant_but_not_for_the_default() -> None:

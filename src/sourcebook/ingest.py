@@ -23,13 +23,11 @@ the document (`replace_chunks_in_batches`).
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,17 +35,16 @@ import numpy as np
 from .chunking.parts import chunk_in_parts
 from .embedders.base import Embedder, SpanEmbedder, Window, span_embedder
 from .errors import (
-    DocumentNotFoundError, IngestTimeoutError, LoaderError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
+    DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
 )
-from .loaders import RawSource, expand_sources, is_url, iter_beir, parse, read_source
-from .loaders.text import title_from_source
+from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
 from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
 from .owners import this_process
 from .profiling import stage
 from .settings import Settings
 from .spool import ChunkSpool
+from .identity import existing_document, normalize_source
 from .stores.base import DocumentStore
-from .tenants import DEFAULT_TENANT
 from .chunking import window_spans, window_texts
 
 if TYPE_CHECKING:
@@ -82,57 +79,6 @@ _Loaded = tuple[str, ParsedDocument | None, RawSource | None]
 """A source's fingerprint, and its parsed document (BEIR records) or raw bytes (files, URLs)."""
 _Item = tuple[str, Callable[[], _Loaded]]
 """A source and how to load it: loading is deferred so an unchanged source costs only a hash."""
-
-
-def document_id(collection: str, source: str, tenant: str = DEFAULT_TENANT) -> str:
-    """Stable id: the same source in the same collection of a tenant is the same document.
-
-    The default tenant's ids omit the tenant, so files written before tenants keep theirs.
-    """
-    key = f"{collection}\x00{source}" if tenant == DEFAULT_TENANT else f"{tenant}\x00{collection}\x00{source}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def normalize_source(source: str) -> str:
-    """A file's identity: its resolved path (absolute, symlinks resolved), so `add docs/`, `add
-    /home/me/docs` and a link to it name the same documents. URLs pass as they are."""
-    if is_url(source):
-        return source
-    return str(Path(source).expanduser().resolve())
-
-
-def source_readable(record: DocumentRecord) -> bool:
-    """Whether a document can be read again from its source: a URL, or a file stored under the
-    resolved path its reader recorded; not an upload (its name is no path here) nor a BEIR record."""
-    return is_url(record.source) or record.metadata.get("path") == record.source
-
-
-def existing_document(store: DocumentStore, collection: str, source: str) -> tuple[str, DocumentRecord | None]:
-    """The id `source` has in `collection`, and its record if stored: by the derived id, else by
-    source (a document stored under another id keeps it, say one migrated to its resolved path)."""
-    doc_id = document_id(collection, source, store.tenant)
-    existing = store.get_document(doc_id) or store.find_document(collection, source)
-    return (existing.id if existing else doc_id), existing
-
-
-def move_document(store: DocumentStore, record: DocumentRecord, raw: RawSource) -> None:
-    """Point `record` at the file `raw` was read from, keeping its chunks and vectors: a moved
-    or renamed file is the same document under a new path, so nothing is parsed or embedded
-    again. Only for a file holding what was stored (LoaderError otherwise: add it instead); a
-    document stored at the new path is replaced, as the move replaced its file. A title that was
-    the old file's name follows the new name (the chunks' prefixes keep the old one until the
-    file changes and is chunked again)."""
-    source = normalize_source(raw.source)
-    if record.status != DocumentStatus.READY or record.content_hash != raw.fingerprint:
-        raise LoaderError(source, f"holds other content than {record.source} as stored; add it instead of moving it")
-    displaced = store.find_document(record.collection, source)
-    if displaced is not None and displaced.id != record.id:
-        store.delete_document(displaced.id)
-    title = title_from_source(source) if record.title == title_from_source(record.source) else record.title
-    store.upsert_document(
-        record.id, collection=record.collection, source=source, title=title, media_type=record.media_type,
-        metadata={**record.metadata, **raw.metadata}, status=DocumentStatus.READY,
-    )
 
 
 def load_items(sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None) -> Iterator[_Item]:

@@ -35,7 +35,8 @@ from .graph.export import FORMATS as GRAPH_FORMATS
 from .graph.export import graph_graphml, graph_json
 from .graph.llm import LLMExtractor
 from .graph.models import EntityRecord
-from .ingest import ProgressHandler, document_id, move_document, normalize_source, source_readable
+from .identity import document_id, move_document, normalize_source, source_readable
+from .ingest import ProgressHandler
 from .jobs import IngestionRunner
 from .loaders import READER_METADATA, RawSource, read_source
 from .models import (
@@ -182,7 +183,7 @@ class KnowledgeBase:
     def move(self, document: str, path: str | Path, collection: str | None = None) -> DocumentRecord:
         """The document (id or source) as now read from `path`, where its file was moved or
         renamed: its chunks and vectors are kept and nothing is embedded again. The file must hold
-        what was stored (LoaderError otherwise); see `ingest.move_document`."""
+        what was stored (LoaderError otherwise); see `identity.move_document`."""
         record = self.document(document, collection)
         move_document(self._store, record, read_source(normalize_source(str(path)), self.settings))
         return self.document(record.id)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 from .errors import LoaderError, SourceNotFoundError, SourcebookError
-from .ingest import normalize_source
+from .identity import normalize_source
 from .kb import DEFAULT_COLLECTION, KnowledgeBase
 from .loaders import excluded_path, expand_sources, supported_extensions, wanted_file
 from .models import DocumentRecord, IngestResult

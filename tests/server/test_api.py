@@ -378,7 +378,7 @@ def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path, monke
 
 def test_an_upload_is_saved_before_its_document_is_recorded(make_api: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     from sourcebook import KnowledgeBase
-    from sourcebook.ingest import document_id
+    from sourcebook.identity import document_id
 
     api = make_api()
     saved_at_enqueue: list[bool] = []

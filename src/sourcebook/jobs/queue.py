@@ -36,7 +36,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import SourcebookError
-from ..ingest import IngestEvent, ProgressHandler, existing_document, load_items, record_failure
+from ..identity import existing_document
+from ..ingest import IngestEvent, ProgressHandler, load_items, record_failure
 from ..loaders import RawSource
 from ..loaders.sources import is_url
 from ..models import DocumentStatus, IngestResult

@@ -129,7 +129,7 @@ def source_taken(source: str, collection: str, document_id: str) -> StoreError:
 
 
 def document_id_taken(document_id: str) -> StoreError:
-    return StoreError(f"document id {document_id!r} is taken; derive ids with sourcebook.ingest.document_id")
+    return StoreError(f"document id {document_id!r} is taken; derive ids with sourcebook.identity.document_id")
 
 
 def session_taken(session_id: str) -> StoreError:

@@ -109,7 +109,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 metadata jsonb NOT NULL DEFAULT '{{}}',
                 created_at timestamptz NOT NULL,
                 updated_at timestamptz NOT NULL,
-                PRIMARY KEY (id),  -- ids are global (ingest.document_id hashes the tenant in)
+                PRIMARY KEY (id),  -- ids are global (identity.document_id hashes the tenant in)
                 UNIQUE (tenant, id),
                 UNIQUE (tenant, collection, source),
                 FOREIGN KEY (tenant, collection) REFERENCES collections (tenant, name))""",

@@ -200,7 +200,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     )),
     # 9: the process ingesting an unfinished document (owners.py): one that ended reads `interrupted`
     Migration("document_processing_owner", ("ALTER TABLE documents ADD COLUMN processing_owner TEXT",)),
-    # 10: a file's identity is its resolved path (ingest.normalize_source): documents stored under
+    # 10: a file's identity is its resolved path (identity.normalize_source): documents stored under
     # the spelling the user typed take the resolved path their reader recorded, unless another
     # document of the collection already has it (a folder stored twice keeps both rows).
     Migration("file_source_resolved_path", (
