@@ -171,6 +171,16 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
     )
 
 
+def quotes_what_was_asked(features: ConfidenceFeatures) -> bool:
+    """Whether the answer quotes every identifier the question names, from the chunk keyword
+    search ranks first: then the documents do hold something on exactly what was asked, and
+    the gate does not withhold it. The fitted gate reads mostly how close the answer's wording
+    is to the question's, which a table row (`| libfoo33 | 1.33 | 2221 |`) or a terse option
+    entry never is: it withheld such right answers, and the dev sets had no table questions
+    to learn from."""
+    return bool(features.asks_identifier) and features.identifiers_in_answer == 1.0 and features.keyword_rank == 1.0
+
+
 def calibrate(features: ConfidenceFeatures, check: CitationCheck | None = None) -> Calibrated:
     """The calibrated probabilities; `check` is the citation check of an LLM answer (None: verbatim quotes)."""
     values = features.vector()

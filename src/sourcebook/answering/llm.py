@@ -32,7 +32,7 @@ from ..retrieval import Retriever, SearchOptions
 from ..settings import AnswerMode, Settings
 from ..stores.base import DocumentStore
 from .citations import CitationChecker, cited_numbers
-from .confidence import ABSTAIN_BELOW, answer_features, calibrate
+from .confidence import ABSTAIN_BELOW, answer_features, calibrate, quotes_what_was_asked
 from .extractive import ABSTENTION_TEXT, ExtractiveAnswerer, ExtractiveConfig
 from .followups import Answerable, llm_follow_ups, names_subject, offline_follow_ups
 from .fullcontext import full_context_sources
@@ -132,9 +132,10 @@ class Answerer:
     ) -> Answer:
         """`answer` with its calibrated confidence; with `gate`, an abstention when the documents
         probably hold no answer (an LLM's answer passed that gate as the extractive one before it)."""
-        calibrated = calibrate(answer_features(query, answer, vector, self._embedder), check)
-        threshold = self._settings.answer_min_answerable
-        if gate and not answer.abstained and calibrated.p_answerable < (ABSTAIN_BELOW if threshold is None else threshold):
+        features = answer_features(query, answer, vector, self._embedder)
+        calibrated = calibrate(features, check)
+        threshold = ABSTAIN_BELOW if self._settings.answer_min_answerable is None else self._settings.answer_min_answerable
+        if gate and not answer.abstained and calibrated.p_answerable < threshold and not quotes_what_was_asked(features):
             answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
         return replace(answer, confidence=round(calibrated.p_correct, 4))
 
