@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 from sourcebook.integrations.langchain import SourcebookRetriever  # noqa: E402
 
-METADATA = {"score", "rank", "source", "title", "section", "heading_path", "page", "chunk_id", "document_id", "collection", "position"}
+METADATA = {"score", "rank", "source", "title", "section", "heading_path", "page", "location", "chunk_id", "document_id", "collection", "position"}
 
 
 def test_documents_follow_the_knowledge_base_ranking(example_kb):

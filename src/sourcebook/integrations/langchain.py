@@ -8,7 +8,7 @@
     docs = retriever.invoke("How long is parental leave?")
 
 Each `Document` holds the chunk's text; its metadata names the score, source, title,
-section, page and chunk id (`sourcebook.integrations.hit_metadata`). Only langchain-core
+section, page, location ("page 3", "slide 2: Pricing") and chunk id (`sourcebook.integrations.hit_metadata`). Only langchain-core
 is needed: retrieval stays Sourcebook's (hybrid BM25 + vectors), so no LangChain
 embeddings or vector store are involved.
 """
