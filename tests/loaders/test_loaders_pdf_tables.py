@@ -72,3 +72,34 @@ def test_a_question_answered_by_one_cell_cites_its_page(tmp_path: Path, kb: Know
     answer = kb.ask("What is the installed size of libfoo33?")
     assert not answer.abstained and "2221" in answer.answer
     assert any(c.page == 2 and c.source.endswith("sizes.pdf") for c in answer.citations)
+
+
+def make_grid_pdf(cells: list[list[str]], width: float = 60, height: float = 12) -> bytes:
+    """One page holding nothing but a grid of ruled cells (`cells` rows of texts, "" for an
+    empty cell): a price list that is only a table, or a frame drawn around a page's text."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    for r, row in enumerate(cells):
+        for c, text in enumerate(row):
+            pdf.set_xy(10 + c * width, 20 + r * height)
+            pdf.cell(width, height, text, border=1)
+    return bytes(pdf.output())
+
+
+def test_a_pdf_holding_only_a_table_is_read_and_named_after_its_file() -> None:
+    """Found on Debian's luaharfbuzz.pdf, whose pages are all boxes: with no paragraph outside
+    a table, finding the title raised StopIteration, which ended the whole `add`."""
+    doc = PdfLoader().load(make_grid_pdf([["Item", "Price"], ["Tea", "2.50"], ["Cake", "3.10"]]), "prices.pdf")
+    assert [b.text for b in doc.blocks] == ["| Item | Price |\n| --- | --- |\n| Tea | 2.50 |\n| Cake | 3.10 |"]
+    assert doc.title == "prices"
+
+
+def test_a_frame_drawn_around_text_is_not_a_table() -> None:
+    """A grid with text in one column or in at most half of its cells is a frame, a diagram
+    or a slide's border (so were 57 of the 118 'tables' pdfplumber found in the Debian PDFs,
+    bench/pdf_tables_real.py): its text reads as paragraphs, as without pdfplumber."""
+    framed = make_grid_pdf([["", "Module harfbuzz.", ""], ["", "", ""]])
+    assert [(b.kind, b.text) for b in PdfLoader().load(framed, "frame.pdf").blocks] == [("paragraph", "Module harfbuzz.")]
+    sparse = make_grid_pdf([["METAFONT", "", "is"], ["", "a", ""], ["", "", "tool."]], width=30)
+    assert {b.kind for b in PdfLoader().load(sparse, "sparse.pdf").blocks} == {"paragraph"}

@@ -334,6 +334,7 @@ class PdfLoader:
             metadata["author"] = info["author"]
         if unreadable:
             metadata["unreadable_pages"] = unreadable
-        first_text = next(item.text for _, item in paragraphs if isinstance(item, Paragraph)) if paragraphs else ""
+        # a PDF may hold nothing but tables (then the file's name is its title)
+        first_text = next((item.text for _, item in paragraphs if isinstance(item, Paragraph)), "")
         title = info.get("title") or builder.first_h1 or short_title(first_text)
         return builder.build(source, title, self.media_types[0], metadata)
