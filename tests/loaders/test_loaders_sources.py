@@ -281,3 +281,31 @@ def test_expansion_is_deterministic(tree: Path) -> None:
     assert (
         first == expand_sources([str(tree)], ["*"], []) == sorted(first, key=lambda p: Path(p).relative_to(tree).parts)
     )
+
+
+class _CrashingLoader(_RecLoader):
+    """A loader with a bug: it raises what no loader should (StopIteration, as the PDF loader
+    did on a PDF holding only tables)."""
+
+    def load(self, data: bytes, source: str) -> ParsedDocument:
+        return next(iter(()))
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_loader_that_crashes_fails_its_file_alone_with_a_named_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from sourcebook import KnowledgeBase
+
+    register_loader(_CrashingLoader())
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "people.rec").write_text("name: Ada\n")
+    (tmp_path / "docs" / "fine.md").write_text("# Fine\n\nThis file is fine.\n")
+    with KnowledgeBase.open(tmp_path / "kb.db", include=(*DEFAULT_INCLUDE, "*.rec")) as kb:
+        results = {Path(r.source).name: r for r in kb.add(str(tmp_path / "docs"))}
+        assert results["fine.md"].action == "added"
+        crashed = results["people.rec"]
+        assert (crashed.action, crashed.error_code) == ("failed", "loader_error")
+        assert crashed.error == f"{tmp_path / 'docs' / 'people.rec'}: the rec loader failed (StopIteration)"
+        assert kb.document(crashed.document_id).chunk_count == 0
+    assert "Traceback" in caplog.text and "StopIteration" in caplog.text  # the bug stays visible in the log

@@ -7,6 +7,7 @@ compare a source's fingerprint with what it stored and skip parsing unchanged fi
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import re
 import stat
@@ -16,12 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import FileTooLargeError, LoaderError, SourceNotFoundError, UnsupportedFormatError
+from ..errors import FileTooLargeError, LoaderError, SourcebookError, SourceNotFoundError, UnsupportedFormatError
 from ..models import ParsedDocument
 from ..settings import Settings
 from .base import Loader, RawSource, bare_media_type, get_loader, supported_extensions
 
 # Servers label many documents with these; the file extension says more.
+logger = logging.getLogger(__name__)
+
 _GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "text/plain"})
 _PACKAGE_MEDIA_TYPE = re.compile(rb"[\w.+-]+/[\w.+-]*")
 _IMAGE_SIGNATURES = {
@@ -88,7 +91,9 @@ def _too_large(size: int, limit: int) -> str:
 def parse(raw: RawSource) -> ParsedDocument:
     """Parse a read source with the loader its media type, extension or content calls for.
 
-    The RawSource's metadata (path, size, URL...) is merged over the loader's.
+    The RawSource's metadata (path, size, URL...) is merged over the loader's. Any other
+    exception a loader raises is a LoaderError naming the file, its traceback logged: one
+    file's bad luck with a library never ends an `add` of many.
     """
     loader = _choose_loader(raw)
     if loader is None:
@@ -96,7 +101,13 @@ def parse(raw: RawSource) -> ParsedDocument:
             raw.source,
             f"unsupported format ({_describe_format(raw)}); supported extensions: {', '.join(supported_extensions())}",
         )
-    document = loader.load(raw.data, raw.source)
+    try:
+        document = loader.load(raw.data, raw.source)
+    except SourcebookError:
+        raise
+    except Exception as exc:  # a loader's bug (or a plugin's) fails its file, not the whole `add`
+        logger.exception("the %s loader failed on %s", loader.name, raw.source)
+        raise LoaderError(raw.source, f"the {loader.name} loader failed ({type(exc).__name__})") from exc
     return replace(document, metadata={**document.metadata, **raw.metadata})
 
 
