@@ -142,3 +142,16 @@ def test_decoding_uses_bom_meta_charset_or_detection(data: bytes, expected: str)
 def test_pages_without_content_are_empty_documents(data: bytes) -> None:
     with pytest.raises(EmptyDocumentError):
         load(data, "empty.html")
+
+
+def test_the_sentence_introducing_a_table_opens_every_part_with_its_caption() -> None:
+    rows = "".join(f"<tr><td>option_{i}</td><td>{i}</td></tr>" for i in range(60))
+    page = (
+        "<body><h1>Options</h1><p>Every option has a default.</p><p>The options are listed below:</p>"
+        f"<table><caption>Table 3: Options</caption><tr><th>Name</th><th>Default</th></tr>{rows}</table></body>"
+    )
+    doc = load(page.encode(), "t.html")
+    tables = [b for b in doc.blocks if b.kind == "table"]
+    assert len(tables) > 1
+    assert all(t.text.startswith("The options are listed below:\nTable 3: Options\n| Name | Default |\n") for t in tables)
+    assert [b.text for b in doc.blocks if b.kind == "paragraph"] == ["Every option has a default."]

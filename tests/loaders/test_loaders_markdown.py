@@ -123,3 +123,21 @@ def test_empty_markdown_is_an_empty_document(data: bytes) -> None:
 def test_binary_markdown_is_refused() -> None:
     with pytest.raises(LoaderError, match="binary"):
         load(b"\x00\x01\x02# hi", "bad.md")
+
+
+def test_a_table_keeps_its_caption_and_introducing_sentence_in_every_part() -> None:
+    """As in PDFs (loaders/pdf_tables.py): the paragraph introducing a table (ending with ":")
+    and a caption paragraph before it open every part, so each chunk says what its rows are."""
+    rows = "".join(f"| libfoo{i} | {1000 + i} |\n" for i in range(60))
+    text = (
+        "# Sizes\n\nMirrors keep the archive small.\n\nSizes were measured on Debian 13:\n\n"
+        f"Table 1: Installed size\n\n| Package | Size (kB) |\n| --- | --- |\n{rows}\nThe end.\n"
+    )
+    doc = MarkdownLoader().load(text.encode(), "sizes.md")
+    tables = [b for b in doc.blocks if b.kind == "table"]
+    assert len(tables) > 2
+    lead = "Sizes were measured on Debian 13:\nTable 1: Installed size\n| Package | Size (kB) |\n| --- | --- |\n"
+    assert all(t.text.startswith(lead) for t in tables)
+    assert [b.text for b in doc.blocks if b.kind == "paragraph"] == ["Mirrors keep the archive small.", "The end."]
+    plain = MarkdownLoader().load(b"A sentence that ends here.\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n", "t.md")
+    assert [b.kind for b in plain.blocks] == ["paragraph", "table"]  # not introducing the table: stays

@@ -15,7 +15,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from ..errors import LoaderError
 from ..models import ParsedDocument
 from .reference import entry_term
-from .tables import add_table
+from .tables import add_introduced_table
 from .text import DocumentBuilder, clean_inline, decode_text
 
 _DROP_TAGS = frozenset(
@@ -177,7 +177,7 @@ class _HtmlWalker:
         elif tag == "table" and not _is_layout_table(node):
             self.flush()
             caption = node.css_first("caption")
-            add_table(self.builder, _table_rows(node), lead=[_text(caption)] if caption is not None else [])
+            add_introduced_table(self.builder, _table_rows(node), [_text(caption)] if caption is not None else [])
         elif tag in _BLOCKS:
             self.flush()
             self.walk(node, in_section or tag in _SECTIONING)

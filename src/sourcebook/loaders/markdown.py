@@ -14,7 +14,7 @@ from markdown_it.token import Token
 
 from ..models import ParsedDocument
 from .html import html_fragment_text
-from .tables import add_table
+from .tables import add_introduced_table
 from .text import DocumentBuilder, decode_text
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -169,7 +169,7 @@ class _TokenWalker:
         elif kind == "table_open":
             self.table_rows = []
         elif kind == "table_close" and self.table_rows is not None:
-            add_table(self.builder, self.table_rows)
+            add_introduced_table(self.builder, self.table_rows)
             self.table_rows = None
         elif kind == "tr_open":
             self.row = []

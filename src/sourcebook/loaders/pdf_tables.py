@@ -23,6 +23,7 @@ from typing import Any
 
 from pypdf import PdfReader
 
+from .tables import CAPTION, leads
 from .text import clean_inline
 
 _RECTANGLE = re.compile(rb"(?<![\w/.])re(?![\w])")  # the `re` operator
@@ -30,10 +31,6 @@ _SEGMENT = re.compile(rb"(-?[\d.]+)\s+(-?[\d.]+)\s+m\s+(-?[\d.]+)\s+(-?[\d.]+)\s
 _MIN_GRID = 4  # rectangles: the cells of a table of two rows and two columns
 _MIN_LINES = 3  # each way: a table of two rows and two columns, its outer border included
 _STRAIGHT = 0.5  # points
-_CAPTION = re.compile(r"^(?:table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
-# A caption may end the paragraph before the table ("... listed below. Table 1: Sizes").
-_ENDS_WITH_CAPTION = re.compile(r"(?:^|[.:!?]\s+)(?:table|tab\.)\s*[\dIVXivx]+\b[^.!?]*$", re.IGNORECASE)
-_LEAD_MAX_CHARS = 300  # a longer paragraph ending with ":" stays a paragraph
 _EDGE_TOLERANCE = 2.0  # points: a line's baseline may sit just outside the table's border
 
 
@@ -139,11 +136,6 @@ def split_at_tables(lines: Sequence[Any], tables: Sequence[PageTable]) -> Iterat
             yield table
 
 
-def _leads(text: str) -> bool:
-    """A short paragraph that is or ends with a caption, or that introduces what follows."""
-    return len(text) <= _LEAD_MAX_CHARS and (text.endswith(":") or bool(_ENDS_WITH_CAPTION.search(text)))
-
-
 def attach_captions(items: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
     """Move a caption next to a table, and a paragraph ending with ":" just before it (with
     a caption between them or not), into the table's lead; a table that goes on from the
@@ -160,14 +152,14 @@ def attach_captions(items: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         lead: list[str] = []
         while result and len(lead) < 2:
             previous_number, previous = result[-1]
-            if isinstance(previous, PageTable) or previous_number != number or not _leads(previous.text):
+            if isinstance(previous, PageTable) or previous_number != number or not leads(previous.text):
                 break
             lead.insert(0, previous.text)
             result.pop()
         if not lead and result and isinstance(result[-1][1], PageTable) and result[-1][1].rows[:1] == item.rows[:1]:
             lead = list(result[-1][1].lead)  # the table goes on from the page before, header repeated
         following = items[index + 1] if index + 1 < len(items) else None
-        if following and following[0] == number and not isinstance(following[1], PageTable) and _CAPTION.match(following[1].text):
+        if following and following[0] == number and not isinstance(following[1], PageTable) and CAPTION.match(following[1].text):
             lead.append(following[1].text)
             index += 1
         result.append((number, replace(item, lead=tuple(lead))))

@@ -8,13 +8,24 @@ So a long table is cut here, by rows, into several table blocks that each repeat
 at a size that fits a chunk of the default budget (256 tokens). Spreadsheets go further
 (`add_sheet`): each part gets a "Rows 2-31" heading, so a chunk's heading path (and so its
 citation) names the sheet and the rows it holds.
+
+A table's lead, its caption ("Table 2: ...") and the sentence introducing it (a short paragraph
+ending with ":"), opens every part, so each chunk of the table says what its rows are.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
+from ..models import Block
 from .text import DocumentBuilder, clean_inline
+
+CAPTION = re.compile(r"^(?:table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
+# A caption may end the paragraph before the table ("... listed below. Table 1: Sizes").
+_ENDS_WITH_CAPTION = re.compile(r"(?:^|[.:!?]\s+)(?:table|tab\.)\s*[\dIVXivx]+\b[^.!?]*$", re.IGNORECASE)
+_LEAD_MAX_CHARS = 300  # a longer paragraph ending with ":" stays a paragraph
+_LEAD_PARAGRAPHS = 2  # the introducing sentence and the caption
 
 TABLE_PART_CHARS = 500
 """Most characters of one table block. Markdown tables cost about one token per 2.5
@@ -88,6 +99,19 @@ def add_table(
         parts += 1
     if not parts:  # a table of one row
         builder.add("table", "\n".join([*lead_lines, render_table(header, [])]), page=page)
+
+
+def leads(text: str) -> bool:
+    """A short paragraph that is or ends with a caption, or that introduces what follows."""
+    return len(text) <= _LEAD_MAX_CHARS and (text.endswith(":") or bool(_ENDS_WITH_CAPTION.search(text)))
+
+
+def add_introduced_table(builder: DocumentBuilder, rows: Iterable[Sequence[object]], caption: Sequence[str] = ()) -> None:
+    """`add_table` with the paragraphs just before the table that lead it (an introducing
+    sentence, a caption) taken out of the text and into the table's lead, after them the
+    table's own `caption` (HTML's <caption>)."""
+    lead = builder.take_trailing(lambda block: block.kind == "paragraph" and leads(block.text), _LEAD_PARAGRAPHS)
+    add_table(builder, rows, lead=[*lead, *caption])
 
 
 def add_sheet(

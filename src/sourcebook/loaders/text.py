@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePath, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -228,6 +228,14 @@ class DocumentBuilder:
         text = _CLEANERS.get(kind, clean_inline)(text)
         if text and (kind == "code" or not _NAV_STRIP.match(text)):
             self._blocks.append(Block(kind, text, self._path(), page))
+
+    def take_trailing(self, wanted: Callable[[Block], bool], most: int) -> list[str]:
+        """Remove the last blocks (at most `most`, stopping at the first `wanted` refuses) and
+        return their texts in reading order: what a table takes in as its lead (tables.py)."""
+        taken: list[str] = []
+        while self._blocks and len(taken) < most and wanted(self._blocks[-1]):
+            taken.insert(0, self._blocks.pop().text)
+        return taken
 
     def build(
         self, source: str, title: str | None, media_type: str, metadata: dict[str, Any] | None = None
