@@ -3,6 +3,7 @@ while it runs, stopped with it."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,10 @@ def _sources(client_documents: list[dict[str, object]]) -> set[str]:
     return {Path(str(d["source"])).name for d in client_documents if d["status"] == "ready"}
 
 
-def test_a_watched_folder_is_synced_at_startup_and_kept_in_sync(make_api: ApiFactory, tmp_path: Path) -> None:
+def test_a_watched_folder_is_synced_at_startup_and_kept_in_sync(
+    make_api: ApiFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="sourcebook.watching")
     folder = tmp_path / "handbook"
     folder.mkdir()
     (folder / "leave.md").write_text("# Leave\n\nParental leave is sixteen weeks.\n")
@@ -39,6 +43,8 @@ def test_a_watched_folder_is_synced_at_startup_and_kept_in_sync(make_api: ApiFac
             assert time.monotonic() - started < 2.0, "a new file did not show within 2 s"
             time.sleep(0.05)
     assert [t.name for t in threading.enumerate() if t.name.startswith("sourcebook-watch")] == ["sourcebook-watch-people"]
+    changes = [r.getMessage() for r in caplog.records if r.name == "sourcebook.watching"]
+    assert changes == [f"watching {folder} into collection people", "added leave.md (1 chunks)", "added travel.md (1 chunks)"]
 
 
 def test_the_watchers_stop_with_the_server(kb: KnowledgeBase, tmp_path: Path) -> None:
