@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from ..models import Block
 from .text import DocumentBuilder, clean_inline
 
 CAPTION = re.compile(r"^(?:table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
