@@ -22,9 +22,9 @@ from ..models import ParsedDocument
 from ..settings import Settings
 from .base import Loader, RawSource, bare_media_type, get_loader, supported_extensions
 
-# Servers label many documents with these; the file extension says more.
 logger = logging.getLogger(__name__)
 
+# Servers label many documents with these; the file extension says more.
 _GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "text/plain"})
 _PACKAGE_MEDIA_TYPE = re.compile(rb"[\w.+-]+/[\w.+-]*")
 _IMAGE_SIGNATURES = {
