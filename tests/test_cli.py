@@ -357,6 +357,25 @@ def test_compact_reports_what_it_dropped(tmp_path):
     assert "dropped 0 graph extractions" in run("--db", db, "compact")
 
 
+def test_migrate_reports_the_versions_it_applied(tmp_path: Path) -> None:
+    db = str(tmp_path / "kb.db")
+    first = json.loads(run("--db", db, "migrate", "--json"))
+    assert first["applied"] == list(range(1, first["schema_version"] + 1))
+    assert json.loads(run("--db", db, "migrate", "--json"))["applied"] == []
+    assert run("--db", db, "migrate").endswith("(nothing to apply)\n")
+
+
+def test_copy_between_sqlite_files_copies_only_what_changed(db: str, tmp_path: Path) -> None:
+    target = str(tmp_path / "copy.db")
+    first = json.loads(run("copy", db, target, "--json"))
+    assert (first["tenants"], first["documents_copied"], first["documents_unchanged"]) == (["default"], 9, 0)
+    assert json.loads(run("copy", db, target, "--json"))["documents_unchanged"] == 9
+    copied = json.loads(run("--db", target, "search", "paid holiday", "--json"))["hits"]
+    assert copied == json.loads(run("--db", db, "search", "paid holiday", "--json"))["hits"]
+    line = one_line_error(invoke("copy", str(tmp_path / "typo.db"), target))
+    assert "no knowledge base at" in line and "typo.db (SOURCE)" in line
+
+
 def test_piped_human_output_keeps_a_long_source_path_on_one_line(tmp_path):
     """Scripts grep piped output for paths: rich must not hard-wrap a long one at 80 columns."""
     deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 4)

@@ -109,12 +109,13 @@ def cli_state(ctx: typer.Context) -> CliState:
     return state
 
 
-def open_kb(ctx: typer.Context, *, must_exist: bool) -> KnowledgeBase:
-    """The knowledge base the settings name. `must_exist` for commands that only read: a
-    mistyped --db must be an error, not a new empty database."""
+def open_kb(ctx: typer.Context, *, must_exist: bool, db: str | None = None, origin: str | None = None) -> KnowledgeBase:
+    """The knowledge base the settings name, or `db` (an argument named `origin`, as copy's SOURCE).
+    `must_exist` for commands that only read: a mistyped --db must be an error, not a new empty
+    database."""
     state = cli_state(ctx)
-    settings = state.settings
-    check_database(settings.db, must_exist, setting_source(Settings, "db", state.overrides))
+    settings = state.settings if db is None else state.settings.model_copy(update={"db": db})
+    check_database(settings.db, must_exist, origin if db is not None else setting_source(Settings, "db", state.overrides))
     return KnowledgeBase.open(settings=settings)
 
 
