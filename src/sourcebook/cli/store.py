@@ -34,6 +34,7 @@ commands = typer.Typer()
 postgres_group = typer.Typer(
     help="A local PostgreSQL server (with pgvector) for trying the Postgres store: no install, no root.",
     no_args_is_help=True,
+    epilog=examples("sourcebook postgres start", "sourcebook postgres stop"),
 )
 
 
