@@ -283,8 +283,9 @@ def test_bad_options_are_one_line_usage_errors(db: str) -> None:
 READ_COMMANDS = [
     ["search", "leave"], ["ask", "How long is parental leave?"], ["list"], ["show", "doc"], ["status"],
     ["remove", "doc"], ["chat", "--list"], ["graph", "build"], ["graph", "list"], ["graph", "search", "x"],
-    ["graph", "show", "x"], ["keys", "list"], ["keys", "revoke", "sb_x"],
-    ["eval", "answers", str(EXAMPLES / "questions.jsonl")],
+    ["graph", "show", "x"], ["graph", "export"], ["keys", "list"], ["keys", "revoke", "sb_x"],
+    ["eval", "answers", str(EXAMPLES / "questions.jsonl")], ["summarize", "doc"], ["related", "doc"], ["refresh"],
+    ["compact"], ["usage"],
 ]
 
 
