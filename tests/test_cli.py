@@ -280,6 +280,23 @@ def test_bad_options_are_one_line_usage_errors(db: str) -> None:
         invoke("--db", db, "search", "x", "--per-document", "many", "--json"), "usage_error", 2)
 
 
+def test_files_that_cannot_be_read_or_written_are_one_line_errors(db: str, tmp_path: Path) -> None:
+    missing = one_line_error(invoke("--db", db, "search", "--queries-file", str(tmp_path / "nope.jsonl")))
+    assert "--queries-file" in missing and "does not exist" in missing
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"_id": "a", "text": "leave"}\n\n{"_id": "b"}\n')
+    assert f"{queries} line 3" in one_line_error(invoke("--db", db, "search", "--queries-file", str(queries)))
+    queries.write_text('{"_id": "a", "text": "leave"}\nnot json\n')
+    assert f"{queries} line 2" in json_error(
+        invoke("--db", db, "search", "--queries-file", str(queries), "--json"), "configuration_error")
+    unwritable = tmp_path / "no-such-folder" / "graph.json"
+    line = one_line_error(invoke("--db", db, "graph", "export", "--output", str(unwritable)))
+    assert line == f"error: {unwritable}: No such file or directory"
+    taken = tmp_path / "taken"
+    taken.write_text("a file, not a folder")
+    assert str(taken) in json_error(invoke("--db", str(taken / "kb.db"), "add", str(queries), "--json"), "os_error")
+
+
 READ_COMMANDS = [
     ["search", "leave"], ["ask", "How long is parental leave?"], ["list"], ["show", "doc"], ["status"],
     ["remove", "doc"], ["chat", "--list"], ["graph", "build"], ["graph", "list"], ["graph", "search", "x"],

@@ -1,10 +1,11 @@
 """What every command group shares: the invocation's state, opening the knowledge base, JSON
 output, progress bars, and the one place that turns any error into a one-line message.
 
-Commands never catch errors themselves: a `SourcebookError`, an invalid setting or a bad
-option raised anywhere reaches `SourcebookGroup.main`, which prints `error: ...` on stderr
-(or `{"error": {"code", "message"}}` on stdout when `--json` is on the command line) and exits
-1 (2 for a usage error, as click does). So no error path can be forgotten by a new command.
+Commands never catch errors themselves: a `SourcebookError`, an invalid setting, a bad
+option or a file that cannot be read or written (`OSError`) raised anywhere reaches
+`SourcebookGroup.main`, which prints `error: ...` on stderr (or `{"error": {"code",
+"message"}}` on stdout when `--json` is on the command line) and exits 1 (2 for a usage
+error, as click does). So no error path can be forgotten by a new command.
 """
 
 from __future__ import annotations
@@ -283,6 +284,8 @@ class SourcebookGroup(TyperGroup):
             status = _fail(exc.code, str(exc), as_json)
         except ValidationError as exc:
             status = _fail("invalid_settings", describe_validation_error(exc, lambda name: None), as_json)
+        except OSError as exc:  # a file the user named cannot be read or written (-o, --report, ...)
+            status = _fail("os_error", _os_message(exc), as_json)
         if standalone_mode:
             sys.exit(status)
         return status
@@ -300,6 +303,13 @@ def _usage_message(exc: typer.TyperException, as_json: bool) -> str:
     if as_json or context is None:
         return message
     return f"{message} (see `{context.command_path} --help`)"
+
+
+def _os_message(exc: OSError) -> str:
+    """"PATH: No such file or directory" rather than "[Errno 2] No such file or directory: 'PATH'"."""
+    if exc.filename is None or exc.strerror is None:
+        return str(exc)
+    return f"{exc.filename}: {exc.strerror}"
 
 
 def _fail(code: str, message: str, as_json: bool, status: int = 1) -> int:
