@@ -551,7 +551,6 @@ class KnowledgeBase:
             return graph_graphml(self._store.list_entities(limit=None), self._store.entity_relations())
         return json.dumps(self.graph(), ensure_ascii=False, indent=1)
 
-    # Lifecycle -----------------------------------------------------------
     # The database --------------------------------------------------------
     def applied_migrations(self) -> tuple[int, ...]:
         """The schema versions opening the database applied (`sourcebook migrate` reports them):
@@ -567,6 +566,7 @@ class KnowledgeBase:
         what changed since is copied."""
         return copy_into(self._store, target, tenants, progress)
 
+    # Lifecycle -----------------------------------------------------------
     def close(self) -> None:
         self._store.close()
 

@@ -18,7 +18,6 @@ from ..usage import USAGE_FIELDS
 from ._common import (
     JsonOpt,
     check_database,
-    cli_state,
     emit_json,
     err,
     examples,
