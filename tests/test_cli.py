@@ -323,6 +323,15 @@ def test_a_missing_database_named_by_the_environment_or_file(workdir: Path, monk
     assert not (workdir / "gone.db").exists() and not (workdir / "from-file.db").exists()
 
 
+def test_an_error_of_several_lines_prints_as_one(workdir: Path) -> None:
+    """psycopg's "connection refused" carries a hint on a second line."""
+    pytest.importorskip("psycopg")
+    line = one_line_error(invoke("--db", "postgresql://127.0.0.1:1/kb", "list"))
+    assert "cannot open Postgres store" in line and "Is the server running" in line
+    message = json_error(invoke("--db", "postgresql://127.0.0.1:1/kb", "list", "--json"), "store_error")
+    assert "Is the server running" in message
+
+
 def test_a_command_names_the_extra_it_needs(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The base install has no server, mcp or postgres packages (tests/test_base_install.py runs it)."""
     monkeypatch.setitem(_common.EXTRA_MODULES, "server", ("sourcebook_no_such_module",))

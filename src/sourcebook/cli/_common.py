@@ -63,8 +63,10 @@ def emit_json(data: Any) -> None:
 
 
 def print_error(message: str) -> None:
-    """`error: message` on stderr, on one line however long (soft_wrap), markup-safe."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    """`error: message` on stderr, on one line however long (soft_wrap), markup-safe. A message of
+    several lines (a driver's: psycopg adds a hint on a line of its own) is joined into one."""
+    one_line = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    err.print(f"[red]error:[/red] {escape(one_line)}", highlight=False, soft_wrap=True)
 
 
 def examples(*commands: str) -> str:
