@@ -90,6 +90,15 @@ def test_add_search_ask_on_a_folder(venv: Path, tmp_path: Path) -> None:
     assert "Sources" in human and "employee-handbook.md" in human
 
 
+def test_the_settings_file_names_the_database(venv: Path, tmp_path: Path) -> None:
+    """`db = "custom.db"` in sourcebook.toml is where the installed CLI writes, as the Python API would."""
+    (tmp_path / "sourcebook.toml").write_text('db = "custom.db"\n')
+    shutil.copy(EXAMPLES / "docs" / "security-policy.md", tmp_path / "policy.md")
+    assert json.loads(sourcebook(venv, tmp_path, "add", "policy.md", "--json").stdout)["summary"] == {"added": 1}
+    assert (tmp_path / "custom.db").exists() and not (tmp_path / "sourcebook.db").exists()
+    assert json.loads(sourcebook(venv, tmp_path, "list", "--json").stdout)["documents"]
+
+
 def test_errors_are_one_line_and_commands_name_their_extra(venv: Path, tmp_path: Path) -> None:
     (tmp_path / "sourcebook.toml").write_text('top_k = "three"\n')
     bad = sourcebook(venv, tmp_path, "search", "leave", ok=False)

@@ -280,11 +280,29 @@ def test_bad_options_are_one_line_usage_errors(db: str) -> None:
         invoke("--db", db, "search", "x", "--per-document", "many", "--json"), "usage_error", 2)
 
 
+def test_files_that_cannot_be_read_or_written_are_one_line_errors(db: str, tmp_path: Path) -> None:
+    missing = one_line_error(invoke("--db", db, "search", "--queries-file", str(tmp_path / "nope.jsonl")))
+    assert "--queries-file" in missing and "does not exist" in missing
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"_id": "a", "text": "leave"}\n\n{"_id": "b"}\n')
+    assert f"{queries} line 3" in one_line_error(invoke("--db", db, "search", "--queries-file", str(queries)))
+    queries.write_text('{"_id": "a", "text": "leave"}\nnot json\n')
+    assert f"{queries} line 2" in json_error(
+        invoke("--db", db, "search", "--queries-file", str(queries), "--json"), "configuration_error")
+    unwritable = tmp_path / "no-such-folder" / "graph.json"
+    line = one_line_error(invoke("--db", db, "graph", "export", "--output", str(unwritable)))
+    assert line == f"error: {unwritable}: No such file or directory"
+    taken = tmp_path / "taken"
+    taken.write_text("a file, not a folder")
+    assert str(taken) in json_error(invoke("--db", str(taken / "kb.db"), "add", str(queries), "--json"), "os_error")
+
+
 READ_COMMANDS = [
     ["search", "leave"], ["ask", "How long is parental leave?"], ["list"], ["show", "doc"], ["status"],
     ["remove", "doc"], ["chat", "--list"], ["graph", "build"], ["graph", "list"], ["graph", "search", "x"],
-    ["graph", "show", "x"], ["keys", "list"], ["keys", "revoke", "sb_x"],
-    ["eval", "answers", str(EXAMPLES / "questions.jsonl")],
+    ["graph", "show", "x"], ["graph", "export"], ["keys", "list"], ["keys", "revoke", "sb_x"],
+    ["eval", "answers", str(EXAMPLES / "questions.jsonl")], ["summarize", "doc"], ["related", "doc"], ["refresh"],
+    ["compact"], ["usage"],
 ]
 
 
@@ -305,6 +323,15 @@ def test_a_missing_database_named_by_the_environment_or_file(workdir: Path, monk
     assert not (workdir / "gone.db").exists() and not (workdir / "from-file.db").exists()
 
 
+def test_an_error_of_several_lines_prints_as_one(workdir: Path) -> None:
+    """psycopg's "connection refused" carries a hint on a second line."""
+    pytest.importorskip("psycopg")
+    line = one_line_error(invoke("--db", "postgresql://127.0.0.1:1/kb", "list"))
+    assert "cannot open Postgres store" in line and "Is the server running" in line
+    message = json_error(invoke("--db", "postgresql://127.0.0.1:1/kb", "list", "--json"), "store_error")
+    assert "Is the server running" in message
+
+
 def test_a_command_names_the_extra_it_needs(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The base install has no server, mcp or postgres packages (tests/test_base_install.py runs it)."""
     monkeypatch.setitem(_common.EXTRA_MODULES, "server", ("sourcebook_no_such_module",))
@@ -321,15 +348,19 @@ def test_version() -> None:
 
 
 def _commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and command group below `group`, as the words that invoke it."""
     found = []
     for name, command in group.commands.items():
-        found.extend(_commands(command, (*path, name)) if hasattr(command, "commands") else [(*path, name)])
+        found.append((*path, name))
+        if hasattr(command, "commands"):
+            found.extend(_commands(command, (*path, name)))
     return found
 
 
 def test_every_command_help_shows_examples() -> None:
+    """Groups (`graph`, `keys`, `postgres`, ...) too: their help is what `sourcebook keys` prints."""
     commands = _commands(get_command(app))
-    assert len(commands) >= 25
+    assert len(commands) >= 30 and ("keys",) in commands and ("keys", "list") in commands
     for command in commands:
         text = run(*command, "--help")
         shown = [line.strip() for line in text.split("Examples", 1)[-1].splitlines() if line.strip().startswith("$ ")]
@@ -355,6 +386,25 @@ def test_compact_reports_what_it_dropped(tmp_path):
         "graph_extractions", "chunk_contexts", "summaries", "terms", "size_bytes_before", "size_bytes_after"}
     assert dropped["terms"] > 0
     assert "dropped 0 graph extractions" in run("--db", db, "compact")
+
+
+def test_migrate_reports_the_versions_it_applied(tmp_path: Path) -> None:
+    db = str(tmp_path / "kb.db")
+    first = json.loads(run("--db", db, "migrate", "--json"))
+    assert first["applied"] == list(range(1, first["schema_version"] + 1))
+    assert json.loads(run("--db", db, "migrate", "--json"))["applied"] == []
+    assert run("--db", db, "migrate").endswith("(nothing to apply)\n")
+
+
+def test_copy_between_sqlite_files_copies_only_what_changed(db: str, tmp_path: Path) -> None:
+    target = str(tmp_path / "copy.db")
+    first = json.loads(run("copy", db, target, "--json"))
+    assert (first["tenants"], first["documents_copied"], first["documents_unchanged"]) == (["default"], 9, 0)
+    assert json.loads(run("copy", db, target, "--json"))["documents_unchanged"] == 9
+    copied = json.loads(run("--db", target, "search", "paid holiday", "--json"))["hits"]
+    assert copied == json.loads(run("--db", db, "search", "paid holiday", "--json"))["hits"]
+    line = one_line_error(invoke("copy", str(tmp_path / "typo.db"), target))
+    assert "no knowledge base at" in line and "typo.db (SOURCE)" in line
 
 
 def test_piped_human_output_keeps_a_long_source_path_on_one_line(tmp_path):

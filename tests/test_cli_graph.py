@@ -83,6 +83,9 @@ def test_export_json_and_graphml(db: str, tmp_path) -> None:
     assert len(root.findall(".//g:node", ns)) == len(graph["nodes"])
     assert len(root.findall(".//g:edge", ns)) == len(graph["edges"])
     run("--db", db, "graph", "export", "--format", "dot", ok=False)
+    assert json.loads(run("--db", db, "graph", "export", "--json")) == graph  # --json, as every command takes
+    error = json.loads(run("--db", db, "graph", "export", "--format", "graphml", "--json", ok=False))["error"]
+    assert error["code"] == "usage_error" and "--json" in error["message"]
 
 
 def test_search_with_the_graph(db: str) -> None:

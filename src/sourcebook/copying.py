@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .models import DocumentRecord, DocumentStatus
+from .stores import open_store
 from .stores.base import Store
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -45,6 +46,16 @@ def copy_store(
     for tenant in report.tenants:
         _copy_tenant(source.for_tenant(tenant), target.for_tenant(tenant), report, progress)
     return report
+
+
+def copy_into(source: Store, target: str, tenants: Sequence[str] | None = None,
+              progress: ProgressCallback | None = None) -> CopyReport:
+    """`copy_store` into the database at `target` (created if missing), opened for the copy only."""
+    destination = open_store(target)
+    try:
+        return copy_store(source, destination, tenants, progress)
+    finally:
+        destination.close()
 
 
 def _copy_tenant(source: Store, target: Store, report: CopyReport, progress: ProgressCallback | None) -> None:

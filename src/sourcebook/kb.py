@@ -20,6 +20,7 @@ from .apikeys import KeyStore
 from .answering.llm import Answerer, AnswerStream, Question
 from .answering.summaries import DEFAULT_SENTENCES, Summarizer
 from .chat import ChatSession
+from .copying import CopyReport, ProgressCallback, copy_into
 from .embedders.base import Embedder
 from .errors import (
     ChatSessionNotFoundError,
@@ -549,6 +550,21 @@ class KnowledgeBase:
         if format == "graphml":
             return graph_graphml(self._store.list_entities(limit=None), self._store.entity_relations())
         return json.dumps(self.graph(), ensure_ascii=False, indent=1)
+
+    # The database --------------------------------------------------------
+    def applied_migrations(self) -> tuple[int, ...]:
+        """The schema versions opening the database applied (`sourcebook migrate` reports them):
+        none when it was current, or when its back end does not say."""
+        report = getattr(self._store, "migration", None)
+        return report.applied if report is not None else ()
+
+    def copy_to(
+        self, target: str, tenants: Sequence[str] | None = None, progress: ProgressCallback | None = None
+    ) -> CopyReport:
+        """Copy documents with their vectors (nothing is re-embedded) and chat sessions of `tenants`
+        (default: every tenant in the database) into the database at `target`; run again, only
+        what changed since is copied."""
+        return copy_into(self._store, target, tenants, progress)
 
     # Lifecycle -----------------------------------------------------------
     def close(self) -> None:

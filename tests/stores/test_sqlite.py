@@ -70,6 +70,16 @@ def test_wal_mode_and_schema_version(store: SQLiteStore, db_path: Path) -> None:
     assert raw(db_path, "PRAGMA application_id") == [(sqlite_schema.APPLICATION_ID,)]
 
 
+def test_opening_reports_the_migrations_it_applied(db_path: Path) -> None:
+    """What `sourcebook migrate` prints: every version for a new file, none once it is current."""
+    with SQLiteStore(db_path) as first:
+        assert first.migration.applied == tuple(range(1, sqlite_schema.SCHEMA_VERSION + 1))
+        assert first.for_tenant("acme").migration == first.migration
+    with SQLiteStore(db_path) as again:
+        assert again.migration.applied == ()
+        assert again.migration.version == sqlite_schema.SCHEMA_VERSION
+
+
 def test_reopening_keeps_data(store: SQLiteStore, db_path: Path) -> None:
     put(store, "d1", ["kept text"])
     store.close()
@@ -221,6 +231,7 @@ def test_version_three_database_moves_to_the_default_tenant_intact(tmp_path: Pat
     conn.execute("INSERT INTO chunk_contexts VALUES ('h', 'gen', 'context', ?)", (now,))
     conn.close()
     with SQLiteStore(path) as store:
+        assert store.migration.applied == tuple(range(4, sqlite_schema.SCHEMA_VERSION + 1))
         assert [r.chunk_id for r in store.vector_search(np.array([1, 0], dtype=np.float32), 5, EVERYTHING)] == ["d1#0"]
         assert [r.chunk_id for r in store.keyword_search("zebra stripes", 5, EVERYTHING)] == ["d1#0"]
         assert [m.content for m in store.chat_messages("s1")] == ["hi"]

@@ -6,7 +6,8 @@ share (settings and opening, JSON output, the error handler) is in `_common`. No
 imports this module back, so there is no import cycle.
 
 Human output goes through rich (tables, a progress bar on stderr); `--json` on every
-command prints one machine-readable JSON document on stdout instead. Exit status: 0 success,
+command that prints a result (all but the servers `serve`, `mcp`, `worker` and `postgres stop`)
+prints one machine-readable JSON document on stdout instead. Exit status: 0 success,
 1 when a command failed (or any source of `add` failed), 2 for a bad option or argument.
 """
 

@@ -1,10 +1,11 @@
 """What every command group shares: the invocation's state, opening the knowledge base, JSON
 output, progress bars, and the one place that turns any error into a one-line message.
 
-Commands never catch errors themselves: a `SourcebookError`, an invalid setting or a bad
-option raised anywhere reaches `SourcebookGroup.main`, which prints `error: ...` on stderr
-(or `{"error": {"code", "message"}}` on stdout when `--json` is on the command line) and exits
-1 (2 for a usage error, as click does). So no error path can be forgotten by a new command.
+Commands never catch errors themselves: a `SourcebookError`, an invalid setting, a bad
+option or a file that cannot be read or written (`OSError`) raised anywhere reaches
+`SourcebookGroup.main`, which prints `error: ...` on stderr (or `{"error": {"code",
+"message"}}` on stdout when `--json` is on the command line) and exits 1 (2 for a usage
+error, as click does). So no error path can be forgotten by a new command.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def emit_json(data: Any) -> None:
 
 
 def print_error(message: str) -> None:
-    """`error: message` on stderr, on one line however long (soft_wrap), markup-safe."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    """`error: message` on stderr, on one line however long (soft_wrap), markup-safe. A message of
+    several lines (a driver's: psycopg adds a hint on a line of its own) is joined into one."""
+    one_line = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    err.print(f"[red]error:[/red] {escape(one_line)}", highlight=False, soft_wrap=True)
 
 
 def examples(*commands: str) -> str:
@@ -109,12 +112,13 @@ def cli_state(ctx: typer.Context) -> CliState:
     return state
 
 
-def open_kb(ctx: typer.Context, *, must_exist: bool) -> KnowledgeBase:
-    """The knowledge base the settings name. `must_exist` for commands that only read: a
-    mistyped --db must be an error, not a new empty database."""
+def open_kb(ctx: typer.Context, *, must_exist: bool, db: str | None = None, origin: str | None = None) -> KnowledgeBase:
+    """The knowledge base the settings name, or `db` (an argument named `origin`, as copy's SOURCE).
+    `must_exist` for commands that only read: a mistyped --db must be an error, not a new empty
+    database."""
     state = cli_state(ctx)
-    settings = state.settings
-    check_database(settings.db, must_exist, setting_source(Settings, "db", state.overrides))
+    settings = state.settings if db is None else state.settings.model_copy(update={"db": db})
+    check_database(settings.db, must_exist, origin if db is not None else setting_source(Settings, "db", state.overrides))
     return KnowledgeBase.open(settings=settings)
 
 
@@ -282,6 +286,8 @@ class SourcebookGroup(TyperGroup):
             status = _fail(exc.code, str(exc), as_json)
         except ValidationError as exc:
             status = _fail("invalid_settings", describe_validation_error(exc, lambda name: None), as_json)
+        except OSError as exc:  # a file the user named cannot be read or written (-o, --report, ...)
+            status = _fail("os_error", _os_message(exc), as_json)
         if standalone_mode:
             sys.exit(status)
         return status
@@ -299,6 +305,13 @@ def _usage_message(exc: typer.TyperException, as_json: bool) -> str:
     if as_json or context is None:
         return message
     return f"{message} (see `{context.command_path} --help`)"
+
+
+def _os_message(exc: OSError) -> str:
+    """"PATH: No such file or directory" rather than "[Errno 2] No such file or directory: 'PATH'"."""
+    if exc.filename is None or exc.strerror is None:
+        return str(exc)
+    return f"{exc.filename}: {exc.strerror}"
 
 
 def _fail(code: str, message: str, as_json: bool, status: int = 1) -> int:

@@ -22,7 +22,11 @@ from ..retrieval import MODES
 from ..settings import RetrievalMode
 from ._common import JsonOpt, cli_state, emit_json, err, examples, ingest_progress, open_kb, out, progress_bar
 
-group = typer.Typer(help="Measure retrieval and answer quality.", no_args_is_help=True)
+group = typer.Typer(
+    help="Measure retrieval and answer quality.",
+    no_args_is_help=True,
+    epilog=examples("sourcebook eval retrieval datasets/scifact", "sourcebook --db kb.db eval answers examples/questions.jsonl"),
+)
 ReportOpt = Annotated[
     Optional[Path], typer.Option("--report", help="Write a Markdown report here, with its plot beside it (.png).")
 ]

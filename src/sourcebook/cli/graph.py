@@ -157,8 +157,13 @@ def export(
     ctx: typer.Context,
     format: Annotated[str, typer.Option("--format", "-f", help=" or ".join(FORMATS))] = "json",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The JSON format on stdout (as --format json).")] = False,
 ) -> None:
-    """Export the whole graph as JSON (nodes with mention counts, edges with their chunks) or GraphML."""
+    """Export the whole graph as JSON (nodes with mention counts, edges with their chunks) or GraphML.
+
+    `--json`, which every command takes, asks for the JSON format on stdout here."""
+    if as_json and (format != "json" or output is not None):
+        raise typer.BadParameter("--json prints the JSON format on stdout: leave out --format and --output")
     with open_kb(ctx, must_exist=True) as kb:
         text = kb.export_graph(format)
     if output is None:

@@ -17,7 +17,11 @@ from rich.table import Table
 from ..apikeys import ApiKey, KeyStore, Role, make_grants
 from ._common import JsonOpt, emit_json, err, examples, open_kb, out
 
-group = typer.Typer(help="API keys of the HTTP service (`sourcebook serve`).", no_args_is_help=True)
+group = typer.Typer(
+    help="API keys of the HTTP service (`sourcebook serve`).",
+    no_args_is_help=True,
+    epilog=examples("sourcebook keys create --name ci", "sourcebook keys list", "sourcebook keys revoke KEY_ID"),
+)
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -15,6 +14,7 @@ from rich.table import Table
 
 from ..answering.llm import AnswerStream
 from ..errors import SourcebookError
+from ..evaluation.dataset import read_queries
 from ..locations import cited_as
 from ..models import Answer, Hit
 from ..settings import AnswerMode
@@ -58,7 +58,8 @@ def search(
     ctx: typer.Context,
     query: Annotated[Optional[str], typer.Argument(help="What to look for.")] = None,
     queries_file: Annotated[
-        Optional[Path], typer.Option("--queries-file", help='JSONL of {"_id", "text"}: one output line per query')
+        Optional[Path],
+        typer.Option("--queries-file", exists=True, dir_okay=False, help='JSONL of {"_id", "text"}: one output line per query'),
     ] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1)] = None,
     mode: Annotated[Optional[str], typer.Option("--mode", help="keyword, vector, hybrid or graph")] = None,
@@ -79,13 +80,13 @@ def search(
     )
     with open_kb(ctx, must_exist=True) as kb:
         if queries_file is not None:
-            records = [json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-            results = kb.search_many([r["text"] for r in records], **kwargs)
-            for record, hits in zip(records, results, strict=True):
+            queries = read_queries(queries_file)
+            results = kb.search_many(list(queries.values()), **kwargs)
+            for (query_id, text), hits in zip(queries.items(), results, strict=True):
                 if as_json:
-                    emit_json({"query_id": record["_id"], "hits": [h.to_dict() for h in hits]})
+                    emit_json({"query_id": query_id, "hits": [h.to_dict() for h in hits]})
                 else:
-                    out.print(f"[bold]{record['_id']}[/bold] {record['text']}")
+                    out.print(f"[bold]{escape(query_id)}[/bold] {escape(text)}")
                     out.print(_hits_table(hits))
             return
         assert query is not None

@@ -14,13 +14,10 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from ..copying import copy_store
-from ..stores import open_store
 from ..usage import USAGE_FIELDS
 from ._common import (
     JsonOpt,
     check_database,
-    cli_state,
     emit_json,
     err,
     examples,
@@ -36,21 +33,16 @@ commands = typer.Typer()
 postgres_group = typer.Typer(
     help="A local PostgreSQL server (with pgvector) for trying the Postgres store: no install, no root.",
     no_args_is_help=True,
+    epilog=examples("sourcebook postgres start", "sourcebook postgres stop"),
 )
 
 
 @commands.command(rich_help_panel=PANEL, epilog=examples("sourcebook --db kb.db migrate", "sourcebook --db postgresql://localhost/kb migrate --json"))
 def migrate(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Bring the database's schema up to date (the store also does it when opened)."""
-    database = cli_state(ctx).settings.db
-    check_database(database, must_exist=False)
-    store = open_store(database)
-    try:
-        stats = store.stats()
-    finally:
-        store.close()
-    migration = getattr(store, "migration", None)
-    applied = list(migration.applied) if migration is not None else []
+    with open_kb(ctx, must_exist=False) as kb:
+        stats = kb.status()
+        applied = list(kb.applied_migrations())
     result = {"database": stats["path"], "schema_version": stats["schema_version"], "applied": applied}
     if as_json:
         emit_json(result)
@@ -82,6 +74,7 @@ def compact(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     "sourcebook copy postgresql://localhost/kb acme.db --tenant acme --json",
 ))
 def copy(
+    ctx: typer.Context,
     source: Annotated[str, typer.Argument(help="Knowledge base to read: SQLite path or postgresql:// URL.")],
     target: Annotated[str, typer.Argument(help="Knowledge base to write (created if missing).")],
     tenant: Annotated[
@@ -93,25 +86,16 @@ def copy(
 
     Run it again to copy only what changed since.
     """
-    check_database(source, must_exist=True, origin="SOURCE")
     check_database(target, must_exist=False)
-    src = open_store(source)
-    try:
-        dst = open_store(target)
-        try:
-            with progress_bar(disable=as_json) as bar:
-                tasks: dict[str, int] = {}
+    with open_kb(ctx, must_exist=True, db=source, origin="SOURCE") as kb, progress_bar(disable=as_json) as bar:
+        tasks: dict[str, int] = {}
 
-                def advance(name: str, done: int, total: int) -> None:
-                    if name not in tasks:
-                        tasks[name] = bar.add_task(f"tenant {name}", total=total)
-                    bar.update(tasks[name], completed=done)
+        def advance(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(f"tenant {name}", total=total)
+            bar.update(tasks[name], completed=done)
 
-                report = copy_store(src, dst, tenant or None, advance)
-        finally:
-            dst.close()
-    finally:
-        src.close()
+        report = kb.copy_to(target, tenant or None, advance)
     if as_json:
         emit_json(asdict(report))
     else:

@@ -44,9 +44,19 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 
 def read_queries(path: str | Path) -> dict[str, str]:
-    """query id -> text, from BEIR's queries.jsonl (`{"_id", "text"}` per line)."""
+    """query id -> text, from BEIR's queries.jsonl (`{"_id", "text"}` per line), in file order
+    (`sourcebook search --queries-file` prints its results in it). A bad line is named."""
+    queries: dict[str, str] = {}
     with open(path, encoding="utf-8") as lines:
-        return {str(r["_id"]): str(r["text"]) for r in map(json.loads, filter(str.strip, lines))}
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                queries[str(record["_id"])] = str(record["text"])
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ConfigurationError(f'{path} line {number}: expected {{"_id", "text"}} ({exc})') from None
+    return queries
 
 
 def load_dataset(root: str | Path, split: str = "test") -> BeirDataset:

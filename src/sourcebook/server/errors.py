@@ -48,11 +48,6 @@ class ForbiddenError(ApiError):
     status = 403
 
 
-class NotFoundError(ApiError):
-    code = "not_found"
-    status = 404
-
-
 class ConflictError(ApiError):
     code = "conflict"
     status = 409

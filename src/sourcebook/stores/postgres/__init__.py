@@ -3,18 +3,15 @@
 from .filters import filter_sql
 from .keys import PostgresKeyStore
 from .keywords import keyword_sql
-from .schema import MigrationReport
-from .store import PostgresStore, migrate_postgres, open_postgres
+from .store import PostgresStore, open_postgres
 from .vectors import HnswSettings, vector_query
 
 __all__ = [
     "HnswSettings",
-    "MigrationReport",
     "PostgresKeyStore",
     "PostgresStore",
     "filter_sql",
     "keyword_sql",
-    "migrate_postgres",
     "open_postgres",
     "vector_query",
 ]

@@ -31,13 +31,11 @@ Why it looks like this:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import psycopg
 from psycopg import sql
 
 from ...errors import StoreError
-from ..sql.migrations import Migration
+from ..sql.migrations import Migration, MigrationReport
 
 RLS_ROLE = "sourcebook_rls"
 TENANT_SETTING = "sourcebook.tenant"
@@ -337,14 +335,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-@dataclass(frozen=True)
-class MigrationReport:
-    """What `migrate` did: the versions it applied (empty when the schema was current)."""
-
-    applied: tuple[int, ...]
-    version: int
 
 
 def migrate(conn: psycopg.Connection, where: str) -> MigrationReport:

@@ -34,11 +34,12 @@ from ..sql.summaries import SqlSummaryCache
 from ..sql.usage import SqlUsage
 from ..sql.dialect import POSTGRES, Dialect, Sql
 from ..sql.graph_read import graph_counts
+from ..sql.migrations import MigrationReport
 from .documents import STAGING_TABLES, PostgresDocuments
 from .graph import PostgresGraph
 from .keys import PostgresKeyStore
 from .keywords import PostgresKeywords
-from .schema import TENANT_SETTING, MigrationReport, migrate, restricted_role, schema_version
+from .schema import TENANT_SETTING, migrate, restricted_role, schema_version
 from .vectors import HnswSettings, PostgresVectors, indexed_dimensions
 
 _SCOPE = (
@@ -68,7 +69,7 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
         self._indexed_dimensions: set[int] = set()
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:
-                self.migration = migrate(conn, self._where)
+                self.migration: MigrationReport = migrate(conn, self._where)
                 self._role = restricted_role(conn)
                 self._indexed_dimensions.update(indexed_dimensions(conn))
             self._pool = ConnectionPool(
@@ -239,14 +240,6 @@ def open_postgres(url: str, tenant: str = DEFAULT_TENANT) -> PostgresStore:
         ef_search=numbers.get("hnsw_ef_search", 40),
     )
     return PostgresStore(dsn, tenant=tenant, hnsw=hnsw, pool_size=numbers.get("pool_size", 10))
-
-
-def migrate_postgres(url: str) -> MigrationReport:
-    """Apply pending migrations to the database at `url` (`sourcebook migrate`)."""
-    store = open_postgres(url)
-    store.close()
-    return store.migration
-
 
 
 def _redacted(dsn: str) -> str:

@@ -30,3 +30,12 @@ class Migration:
                 step(conn)
             else:
                 conn.execute(step)
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What opening a database did to its schema: the versions it applied (empty when the
+    schema was current), for `sourcebook migrate` to report."""
+
+    applied: tuple[int, ...]
+    version: int

@@ -26,7 +26,7 @@ class SQLiteKeyStore:
     """The `KeyStore` protocol on a Sourcebook SQLite file."""
 
     def __init__(self, path: str) -> None:
-        connect(path).close()  # creates or migrates the file, refuses a foreign one
+        connect(path)[0].close()  # creates or migrates the file, refuses a foreign one
         self.path = path
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from ...errors import StoreError
-from ..sql.migrations import Migration
+from ..sql.migrations import Migration, MigrationReport
 from .graph import GRAPH_TABLES
 from .terms import backfill_terms
 
@@ -252,8 +252,10 @@ MIGRATIONS: tuple[Migration, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """Connect, configure and migrate; any failure names the file and closes the connection."""
+def connect(path: str) -> tuple[sqlite3.Connection, MigrationReport]:
+    """Connect, configure and migrate; any failure names the file and closes the connection.
+
+    Returns the connection with the migrations it applied (`sourcebook migrate` reports them)."""
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -264,7 +266,7 @@ def connect(path: str) -> sqlite3.Connection:
         for pragma in ("busy_timeout = 5000", "foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL"):
             conn.execute(f"PRAGMA {pragma}")
         _check_identity(conn, path)
-        _migrate(conn, path)
+        report = _migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(
@@ -274,7 +276,7 @@ def connect(path: str) -> sqlite3.Connection:
     except StoreError:
         conn.close()
         raise
-    return conn
+    return conn, report
 
 
 def _check_identity(conn: sqlite3.Connection, path: str) -> None:
@@ -291,33 +293,39 @@ def _check_identity(conn: sqlite3.Connection, path: str) -> None:
         )
 
 
-def _migrate(conn: sqlite3.Connection, path: str) -> None:
+def _migrate(conn: sqlite3.Connection, path: str) -> MigrationReport:
     """Apply pending migrations in order, one transaction each (user_version is transactional).
 
     An up-to-date file is only read: opening it never waits for another process's write.
     Foreign keys are off while a migration runs (a rebuilt table would otherwise cascade
     deletes into its children) and checked before it commits.
     """
+    applied = []
     for version, migration in enumerate(MIGRATIONS, 1):
         if _user_version(conn) >= version:
             continue
         conn.execute("PRAGMA foreign_keys = OFF")
         try:
-            _apply_migration(conn, path, version, migration)
+            if _apply_migration(conn, path, version, migration):
+                applied.append(version)
         finally:
             conn.execute("PRAGMA foreign_keys = ON")
+    return MigrationReport(tuple(applied), SCHEMA_VERSION)
 
 
-def _apply_migration(conn: sqlite3.Connection, path: str, version: int, migration: Migration) -> None:
+def _apply_migration(conn: sqlite3.Connection, path: str, version: int, migration: Migration) -> bool:
+    """Apply `migration` as `version`; False when another process applied it first."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Re-read under the write lock: another process may have migrated meanwhile.
-        if _user_version(conn) < version:
+        pending = _user_version(conn) < version
+        if pending:
             migration.apply(conn)
             if violation := conn.execute("PRAGMA foreign_key_check").fetchone():
                 raise sqlite3.IntegrityError(f"foreign key violation in table {violation[0]}")
             conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")
+        return pending
     except sqlite3.Error as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

@@ -36,6 +36,7 @@ from ..sql.summaries import SqlSummaryCache
 from ..sql.usage import SqlUsage
 from ..sql.dialect import SQLITE, Dialect, Sql
 from ..sql.graph_read import graph_counts
+from ..sql.migrations import MigrationReport
 from .changes import clear_deletion_log
 from .documents import SQLiteDocuments
 from .graph import SQLiteGraph
@@ -60,7 +61,8 @@ class _Database:
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.Lock()
-        self.conn: sqlite3.Connection | None = connect(path)
+        self.conn: sqlite3.Connection | None
+        self.conn, self.migration = connect(path)
         self.views: dict[str, SQLiteStore] = {}
         self.idle_readers: list[sqlite3.Connection] = []
         self.readers_lock = threading.Lock()  # guards idle_readers
@@ -132,6 +134,11 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     @property
     def path(self) -> str:
         return self._db.path
+
+    @property
+    def migration(self) -> MigrationReport:
+        """The migrations opening the file applied (as `PostgresStore.migration`)."""
+        return self._db.migration
 
     def api_keys(self) -> SQLiteKeyStore:
         """The API keys in this file, on a connection of their own (keys.py says why)."""
