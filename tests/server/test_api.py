@@ -462,6 +462,9 @@ def test_every_parse_of_user_input_is_a_422_naming_its_field(make_api: ApiFactor
             (raw("/v1/search", b'{"query": "x", "min_score": NaN}'), "body.min_score"),
             (raw("/v1/ask", b'{"question": "x", "rewrite": 0}'), "body.rewrite"),
             (raw("/v1/ask", b'{"question": "x", "rewrite": "yes"}'), "body.rewrite"),
+            (raw("/v1/search", b'{"query": "x", "per_document": false}'), "body.per_document"),
+            (raw("/v1/search", b'{"query": "x", "top_k": true}'), "body.top_k"),
+            (raw("/v1/ask", b'{"question": "x", "top_k": true}'), "body.top_k"),
             (raw("/v1/search", b'{"query": "x", "metadata": {"a": ' + deep + b"}}"), "body"),
             (client.get("/v1/graph/entities", params={"limit": "1e999"}), "query.limit"),
         ]
