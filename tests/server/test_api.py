@@ -512,3 +512,19 @@ def test_reindex_never_reads_an_upload_name_from_the_servers_directory(
         url_doc = client.post("/v1/documents/urls", json={"urls": ["http://127.0.0.1:9/page.html"]}).json()["documents"][0]["id"]
         wait_ready(client, [url_doc])
         assert client.post(f"/v1/documents/{url_doc}/reindex").status_code == 202  # a URL is read again
+
+
+def test_an_empty_collection_field_of_an_upload_is_the_default_collection_as_the_schema_says(make_api: ApiFactory) -> None:
+    """Form parsing treats an empty field as an absent one, so `collection=` uploads into the default
+    collection; the schema said a name was required there (schemathesis's negative_data_rejection)."""
+    import re
+
+    api = make_api()
+    with api.client(api.key()) as client:
+        queued = upload(client, [("lunch.md", NOTE)], collection="")
+        assert queued.status_code == 202 and queued.json()["documents"][0]["collection"] == "default"
+        form = client.get("/openapi.json").json()["components"]["schemas"]
+        [upload_form] = [schema for name, schema in form.items() if name.startswith("Body_upload_documents")]
+        field = upload_form["properties"]["collection"]
+        assert re.search(field["pattern"], "") and re.search(field["pattern"], "hr") and not re.search(field["pattern"], "-x")
+        assert "empty" in field["description"]
