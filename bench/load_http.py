@@ -124,18 +124,31 @@ async def wait_ingested(url: str, secret: str, ids: list[str], timeout: float = 
             await asyncio.sleep(0.5)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process `pid` (Linux /proc; None elsewhere): the server's own
+    cost per request, apart from the clients' on the same cores."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else (values or [0.0])[0]
 
 
-async def run(url: str, secrets: list[str], duration: float, mix: tuple[tuple[str, float], ...], unique: bool) -> int:
+async def run(url: str, secrets: list[str], duration: float, mix: tuple[tuple[str, float], ...], unique: bool,
+              server_pid: int) -> int:
     results: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, list[str]] = defaultdict(list)
     uploaded: list[str] = []
+    cpu_before = cpu_seconds(server_pid)
     started = time.monotonic()
     until = started + duration
     await asyncio.gather(*(client(url, s, until, i, results, errors, uploaded, mix, unique) for i, s in enumerate(secrets)))
     wall = time.monotonic() - started
+    cpu_after = cpu_seconds(server_pid)
     ingest, waited = await wait_ingested(url, secrets[0], uploaded)
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -153,6 +166,9 @@ async def run(url: str, secrets: list[str], duration: float, mix: tuple[tuple[st
               f"{percentile(times, 95) * 1000:>9.1f}{percentile(times, 99) * 1000:>9.1f}{failed:>8}")
     done = sum(len(v) for v in results.values())
     print(f"{'all':<10}{done:>10}{done / wall:>9.1f}{'':>27}{total_errors:>8}")
+    if cpu_before is not None and cpu_after is not None and done:
+        print(f"server CPU: {1000 * (cpu_after - cpu_before) / done:.2f} ms per request "
+              f"({(cpu_after - cpu_before) / wall:.2f} of {os.cpu_count()} cores)")
     ingest_errors = len(uploaded) - ingest.get("ready", 0)
     print(f"uploads ingested: {ingest.get('ready', 0)} of {len(uploaded)} ready "
           f"({waited:.1f} s after the load ended); not ready: {ingest_errors}")
@@ -182,7 +198,7 @@ def main() -> None:
         print(f"indexed examples/docs in {time.monotonic() - started:.1f} s")
         process, url = start_server(db, Path(tmp) / "server.log", args.tenant_rate)
         try:
-            failures = asyncio.run(run(url, secrets, args.duration, mix, args.unique_queries))
+            failures = asyncio.run(run(url, secrets, args.duration, mix, args.unique_queries, process.pid))
         finally:
             process.terminate()
             process.wait(30)

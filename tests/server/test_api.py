@@ -462,6 +462,9 @@ def test_every_parse_of_user_input_is_a_422_naming_its_field(make_api: ApiFactor
             (raw("/v1/search", b'{"query": "x", "min_score": NaN}'), "body.min_score"),
             (raw("/v1/ask", b'{"question": "x", "rewrite": 0}'), "body.rewrite"),
             (raw("/v1/ask", b'{"question": "x", "rewrite": "yes"}'), "body.rewrite"),
+            (raw("/v1/search", b'{"query": "x", "per_document": false}'), "body.per_document"),
+            (raw("/v1/search", b'{"query": "x", "top_k": true}'), "body.top_k"),
+            (raw("/v1/ask", b'{"question": "x", "top_k": true}'), "body.top_k"),
             (raw("/v1/search", b'{"query": "x", "metadata": {"a": ' + deep + b"}}"), "body"),
             (client.get("/v1/graph/entities", params={"limit": "1e999"}), "query.limit"),
         ]
@@ -478,11 +481,14 @@ def test_every_parse_of_user_input_is_a_422_naming_its_field(make_api: ApiFactor
 
 
 def test_405_names_every_method_of_the_path(make_api: ApiFactory) -> None:
-    """GET and DELETE /v1/documents/{id} are two routes: Starlette's Allow named only the first's."""
+    """GET and DELETE /v1/documents/{id} are two routes: Starlette's Allow named only the first's.
+    A concrete path is matched before a templated one (OpenAPI's rule): /v1/documents/urls is the
+    POST of its own path item, not a document id (schemathesis's allow_header_conformance)."""
     api = make_api()
     with api.client(api.key()) as client:
         for method, path, allowed in [("OPTIONS", "/v1/documents/x", "DELETE, GET"), ("PATCH", "/v1/documents", "GET, POST"),
-                                      ("PUT", "/v1/search", "POST"), ("OPTIONS", "/v1/chat/sessions/x", "DELETE, GET")]:
+                                      ("PUT", "/v1/search", "POST"), ("OPTIONS", "/v1/chat/sessions/x", "DELETE, GET"),
+                                      ("OPTIONS", "/v1/documents/urls", "POST")]:
             response = client.request(method, path)
             assert (response.status_code, response.headers["allow"]) == (405, allowed)
             assert response.json()["error"]["message"] == f"{method} is not allowed on {path}; allowed: {allowed}"
@@ -506,3 +512,19 @@ def test_reindex_never_reads_an_upload_name_from_the_servers_directory(
         url_doc = client.post("/v1/documents/urls", json={"urls": ["http://127.0.0.1:9/page.html"]}).json()["documents"][0]["id"]
         wait_ready(client, [url_doc])
         assert client.post(f"/v1/documents/{url_doc}/reindex").status_code == 202  # a URL is read again
+
+
+def test_an_empty_collection_field_of_an_upload_is_the_default_collection_as_the_schema_says(make_api: ApiFactory) -> None:
+    """Form parsing treats an empty field as an absent one, so `collection=` uploads into the default
+    collection; the schema said a name was required there (schemathesis's negative_data_rejection)."""
+    import re
+
+    api = make_api()
+    with api.client(api.key()) as client:
+        queued = upload(client, [("lunch.md", NOTE)], collection="")
+        assert queued.status_code == 202 and queued.json()["documents"][0]["collection"] == "default"
+        form = client.get("/openapi.json").json()["components"]["schemas"]
+        [upload_form] = [schema for name, schema in form.items() if name.startswith("Body_upload_documents")]
+        field = upload_form["properties"]["collection"]
+        assert re.search(field["pattern"], "") and re.search(field["pattern"], "hr") and not re.search(field["pattern"], "-x")
+        assert "empty" in field["description"]

@@ -8,6 +8,7 @@ caller; tests and embedders call it directly.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -59,11 +60,20 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at the request's path. Starlette's 405 names only the
-    methods of the first route matching the path, while GET and DELETE /v1/documents/{id}, say,
-    are two routes: the Allow header must list both. Mounts (the static files) are left out:
-    they take every method and refuse the ones they do not serve themselves."""
-    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+    """The methods the Allow header of a 405 names: what the OpenAPI schema documents at the
+    request's path, matched as OpenAPI matches paths (a concrete path item before a templated one:
+    /v1/documents/urls is the POST of its own item, though the router would take GET and DELETE
+    there as /v1/documents/{id}). A path the schema does not document (the web page) gets every
+    method some route serves there: Starlette's 405 names only the first matching route's."""
+    path = request.url.path
+    items = request.app.openapi()["paths"]
+    matched = [items[path]] if path in items else [
+        item for template, item in items.items()
+        if re.fullmatch("[^/]+".join(map(re.escape, re.split(r"\{[^/}]+\}", template))), path)
+    ]
+    if matched:
+        return [method for method in _METHODS if any(method.lower() in item for item in matched)]
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]  # static files take every method
     return [
         method for method in _METHODS
         if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from ..apikeys import KeyStore
 from ..jobs import IngestionRunner, IngestJob
 from ..jobs.base import UPLOAD_MISSING
 from ..kb import KnowledgeBase
 from ..models import DocumentStatus
+from ..stores.sqlite.keys import SQLiteKeyStore
 from ..watching import Watchers
 from .auth import Principal, authenticate
 from .config import ServerSettings
@@ -106,8 +108,21 @@ def get_service(request: Request) -> Service:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
-def get_call(request: Request) -> Call:
+async def get_call(request: Request) -> Call:
+    """The caller and their tenant's knowledge base (401, 403 or 429 otherwise).
+
+    A sync dependency would cost every request a trip to a worker thread and back (a queue hand-off
+    and two GIL switches under load). With the API keys in the server's SQLite file the lookup is
+    one indexed read on a connection of its own and finding the tenant's view takes no write lock,
+    so it runs here, on the event loop; another key store (Postgres: a network round trip) is
+    asked from a worker thread."""
     service = get_service(request)
+    if isinstance(service.keys, SQLiteKeyStore):
+        return _authenticated_call(request, service)
+    return await run_in_threadpool(_authenticated_call, request, service)
+
+
+def _authenticated_call(request: Request, service: Service) -> Call:
     try:
         principal = authenticate(request, service.keys, service.limits, service.kb.tenant)
         kb = service.kb_for(principal.tenant)

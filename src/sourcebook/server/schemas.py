@@ -16,6 +16,9 @@ from typing_extensions import TypeAliasType
 from ..models import DocumentRecord, DocumentStatus, check_metadata
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+NAME_OR_EMPTY_PATTERN = r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$"
+"""A form field's name: form parsing takes an empty field for an absent one (its default), so
+the schema allows the empty text that the server accepts."""
 # A question, query or chat message: something other than whitespace (blank text is a 400, so the
 # schema says so and the fuzz run never sends it as valid). Python's str.strip() also strips the
 # separators \x1c-\x1f, which regex \s does not match, so the pattern names them.

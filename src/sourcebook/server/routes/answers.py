@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
@@ -34,18 +35,21 @@ ANSWER_EVENTS = {"token": inline(TokenEvent), "answer": component("Answer"), "er
 
 
 @router.post("/search", response_model=SearchResponse, responses=error_responses(400, 403))
-def search(body: SearchRequest, call: CallDep) -> dict[str, Any]:
+def search(body: SearchRequest, call: CallDep) -> JSONResponse:
     """Ranked hits, as `sourcebook search --json` prints them; by default over every collection the key may read."""
+    # The hits' to_dict() is the shape SearchResponse documents (the schema fuzz run checks every
+    # answer against it). Returned as a dict, FastAPI would validate it into the model and dump it
+    # again, on one more trip to a worker thread (bench/load_http.py, README "Search throughput").
     scope = call.principal.read_scope(body.collection)
     if scope == []:
-        return {"query": body.query, "hits": []}
+        return JSONResponse({"query": body.query, "hits": []})
     started = time.perf_counter()
     hits = call.kb.search(
         body.query, mode=body.mode, top_k=body.top_k, collection=scope, document_ids=body.document_ids,
         metadata=body.metadata, min_score=body.min_score, per_document=body.per_document,
     )
     call.service.metrics.retrieval.labels(body.mode or call.kb.settings.retrieval_mode).observe(time.perf_counter() - started)
-    return {"query": body.query, "hits": [hit.to_dict() for hit in hits]}
+    return JSONResponse({"query": body.query, "hits": [hit.to_dict() for hit in hits]})
 
 
 def check_answer_mode(kb: KnowledgeBase, mode: str | None) -> None:

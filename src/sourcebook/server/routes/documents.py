@@ -23,6 +23,7 @@ from ..errors import ConflictError, InvalidRequestError, PayloadTooLargeError
 from ..ingestion import server_may_read
 from ...jobs import IngestItem, IngestJob
 from ..schemas import (
+    NAME_OR_EMPTY_PATTERN,
     NAME_PATTERN,
     Chunk,
     DocumentDetail,
@@ -90,7 +91,9 @@ def _file_name(upload: UploadFile) -> str:
 def upload_documents(
     call: CallDep,
     files: Annotated[list[UploadFile], File(min_length=1, description="one or more files (Markdown, HTML, PDF, text)")],
-    collection: Annotated[str, Form(pattern=NAME_PATTERN)] = "default",
+    collection: Annotated[
+        str, Form(pattern=NAME_OR_EMPTY_PATTERN, description="letters, digits, '_', '.', '-'; at most 64; empty or absent: default")
+    ] = "default",
     meta: Annotated[
         list[Annotated[str, StringConstraints(pattern=META_PATTERN)]], Form(description="key=value metadata for every document (repeat); JSON values keep their type")
     ] = [],  # noqa: B006 - FastAPI copies defaults

@@ -64,6 +64,7 @@ class _Database:
         self.conn: sqlite3.Connection | None
         self.conn, self.migration = connect(path)
         self.views: dict[str, SQLiteStore] = {}
+        self.views_lock = threading.Lock()  # guards views: finding a tenant's view never waits for a write
         self.idle_readers: list[sqlite3.Connection] = []
         self.readers_lock = threading.Lock()  # guards idle_readers
 
@@ -124,7 +125,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     def for_tenant(self, tenant: str) -> SQLiteStore:
         """The same database scoped to `tenant`; views are cached, so their indexes are reused."""
         check_tenant(tenant)
-        with self._db.lock:
+        with self._db.views_lock:
             view = self._db.views.get(tenant)
             if view is None:
                 view = object.__new__(SQLiteStore)
@@ -153,7 +154,9 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
             with self._db.readers_lock:
                 self._db.conn = None
             self._db.close_readers()
-            for view in self._db.views.values():
+            with self._db.views_lock:
+                views = list(self._db.views.values())
+            for view in views:
                 if view._index is not None:
                     view._index.close()
                 view._index = None
