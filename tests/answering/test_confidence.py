@@ -18,7 +18,7 @@ from sourcebook.answering.confidence import (
     asked_identifiers,
     calibrate,
 )
-from sourcebook.models import Answer, Citation, CitationCheck, Hit, StoredChunk
+from sourcebook.models import Answer, Citation, CitationCheck, Hit, StoredChunk, TermStatistics
 
 
 def test_identifiers_are_flags_commands_settings_and_inner_capitals() -> None:
@@ -75,7 +75,8 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     )
     citation = Citation(1, "d1", "/docs/1.html", "c1", "q", "T", ("OPTIONS", "--force-with-lease"), None)
     answer = Answer(question, "Use it to protect the ref [1].", False, (citation,), 0.0, hits)
-    features = answer_features(question, answer, embedder.embed_query(question), embedder)
+    stats = TermStatistics(100, {"git": 60, "push": 20, "option": 40, "forc": 3, "with": 50, "leas": 2})
+    features = answer_features(question, answer, embedder.embed_query(question), embedder, stats)
     assert features.top_similarity == 0.8 and features.similarity_margin == pytest.approx(0.2)
     assert features.cited_similarity == 0.8 and features.keyword_rank == 0.5
     assert (features.identifiers_in_answer, features.asks_identifier) == (1.0, 1.0)  # in the cited heading path
@@ -83,8 +84,9 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     assert 0.0 < features.terms_in_answer < features.terms_in_cited == 1.0
     assert 0.0 < features.answer_similarity < 1.0
 
+    assert features.terms_in_kb == 1.0 and features.name_absent == 0.0  # the evidence features are filled in
     abstained = answer_features(question, Answer(question, "no", True, (), 0.0, hits), embedder.embed_query(question),
-                                embedder)
+                                embedder, stats)
     assert abstained.top_similarity == 0.8 and abstained.terms_in_sources == 1.0  # what retrieval found still counts
     assert (abstained.cited_similarity, abstained.answer_similarity, abstained.terms_in_answer,
             abstained.identifiers_in_answer, abstained.keyword_rank) == (0.0, 0.0, 0.0, 0.0, 0.0)

@@ -19,6 +19,9 @@ citations) are calibrated alike:
                           or its citations' headings; 0 when none is asked
     asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
+    terms_in_kb, unretrieved_rarity, name_absent, name_absent_from_cited
+                          whether the knowledge base as a whole, not just the retrieved chunks,
+                          holds what the question names (evidence.py)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
 splits of eval/gitdoc, eval/microtype and examples/questions.jsonl (never on the test
@@ -45,12 +48,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import asdict, astuple, dataclass, fields
 
 import numpy as np
 
 from ..embedders.base import Embedder
-from ..models import Answer, CitationCheck, Hit
+from ..models import Answer, CitationCheck, Hit, TermStatistics
+from .evidence import knowledge_base_evidence
 from .lexical import content_terms, overlap
 
 MAX_MISSING_TERMS = 3
@@ -82,6 +86,10 @@ class ConfidenceFeatures:
     identifiers_in_answer: float
     asks_identifier: float
     keyword_rank: float
+    terms_in_kb: float
+    unretrieved_rarity: float
+    name_absent: float
+    name_absent_from_cited: float
 
     def vector(self) -> tuple[float, ...]:
         return astuple(self)
@@ -106,8 +114,8 @@ class LogisticModel:
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
 # Fitted on 2026-11-25 on this branch merged with refanswer a136179 (its sentence selection and
 # reference chunking change the answers the features are measured on): 104 dev questions.
-P_CORRECT = LogisticModel(-9.935, (2.9729, 1.3687, 3.9106, 4.181, 1.7147, 0.4233, -0.6291, 1.2602, 0.0384, -1.2002, 1.4449))
-P_ANSWERABLE = LogisticModel(-10.3262, (2.6185, 1.3283, 3.5219, 8.8151, 2.4096, 0.2039, -0.0677, -0.3231, 0.5212, -1.5548, 0.8828))
+P_CORRECT = LogisticModel(-9.935, (2.9729, 1.3687, 3.9106, 4.181, 1.7147, 0.4233, -0.6291, 1.2602, 0.0384, -1.2002, 1.4449, 0.0, 0.0, 0.0, 0.0))
+P_ANSWERABLE = LogisticModel(-10.3262, (2.6185, 1.3283, 3.5219, 8.8151, 2.4096, 0.2039, -0.0677, -0.3231, 0.5212, -1.5548, 0.8828, 0.0, 0.0, 0.0, 0.0))
 ABSTAIN_BELOW = 0.5037
 
 
@@ -132,12 +140,16 @@ def _vector_scores(hits: Sequence[Hit]) -> list[float]:
     return sorted((h.vector_score or 0.0 for h in hits), reverse=True)
 
 
-def answer_features(question: str, answer: Answer, question_vector: np.ndarray, embedder: Embedder) -> ConfidenceFeatures:
-    """The features of `answer` (its citations and the hits it drew on) for `question`.
+def answer_features(
+    question: str, answer: Answer, question_vector: np.ndarray, embedder: Embedder, stats: TermStatistics
+) -> ConfidenceFeatures:
+    """The features of `answer` (its citations and the hits it drew on) for `question`;
+    `stats` is the knowledge base's `term_statistics(question)`.
 
     An abstention has no text or citations: its answer-side features are 0, and what
-    the retrieved chunks say about the question still counts.
+    the retrieved chunks and the knowledge base say about the question still counts.
     """
+    evidence = asdict(knowledge_base_evidence(question, answer, stats))
     hits = list(answer.hits)
     scores = _vector_scores(hits)
     top = scores[0] if scores else 0.0
@@ -148,7 +160,9 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
     missing = float(min(len(terms - source_terms), MAX_MISSING_TERMS))
     asks = 1.0 if asked_identifiers(question) else 0.0
     if answer.abstained or not answer.citations:
-        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0)
+        return ConfidenceFeatures(
+            top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, **evidence
+        )
     by_chunk = {h.chunk.id: h for h in hits}
     cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
@@ -168,6 +182,7 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
         identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
         asks_identifier=asks,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
+        **evidence,
     )
 
 

@@ -1,0 +1,104 @@
+"""Knowledge-base-level evidence that a question can be answered: does the knowledge base name what it asks about at all.
+
+The other confidence features (confidence.py) see only the retrieved chunks. A question on
+topic but outside the documents ("How do I track large files with Git LFS?" over the Git man
+pages) retrieves chunks that share most of its words, and nothing in them says whether the one
+word they lack is absent from every document or merely from these five. The keyword index
+knows: `SearchStore.term_statistics` gives each question term's document frequency over the
+whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter stems).
+
+    terms_in_kb            share of the question's keyword terms some chunk holds
+    unretrieved_rarity     the highest rarity (scaled idf, `TermStatistics.idf`) among the question's
+                           terms that no retrieved chunk holds; a term no chunk holds has rarity 1,
+                           0 when the retrieved chunks hold every term
+    name_absent            1 when the question names something (an acronym, a capitalised word inside
+                           a sentence, an inner-capital or identifier-like word) that no chunk holds
+    name_absent_from_cited share of those names that do not occur, written as the question writes
+                           them, in the chunks the answer cites (all of them for an answer citing nothing)
+
+Names are found by their shape, not by a list: a user names products, platforms and tools
+with capitals ("Windows", "LFS", "Overleaf", "ConTeXt"), and a manual about something else
+tends to use the same letters, if at all, as a plain word ("windows" of a pager, "context").
+Matching such a name case-sensitively in the cited chunks keeps that distinction, which the
+lower-cased keyword index loses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..models import Answer, Hit, TermStatistics
+from ..stopwords import STOPWORDS
+from ..stores.bm25 import analyze, query_terms
+
+_WORD = re.compile(r"\w+")
+# The end of a sentence: the next word is capitalised by grammar, not because it is a name.
+_SENTENCE_END = re.compile(r"[.!?:]\s*$")
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseEvidence:
+    """The features this module adds to `ConfidenceFeatures`; field order is their order there."""
+
+    terms_in_kb: float
+    unretrieved_rarity: float
+    name_absent: float
+    name_absent_from_cited: float
+
+
+def question_names(question: str) -> list[str]:
+    """The words of `question` shaped like names, as written: all capitals (two letters or more),
+    a capital after the first letter (GitHub, macOS), letters run into digits (utf8), or a
+    capitalised word that does not open a sentence. Stopwords are never names ("IT", "US")."""
+    names = []
+    for match in _WORD.finditer(question):
+        word = match.group()
+        if word.lower() in STOPWORDS or not word[:1].isalpha():
+            continue
+        opens_sentence = not question[: match.start()].strip() or bool(_SENTENCE_END.search(question[: match.start()]))
+        shaped = (
+            (len(word) > 1 and word.isupper())
+            or any(c.isupper() for c in word[1:])
+            or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
+            or (word[0].isupper() and not opens_sentence)
+        )
+        if shaped:
+            names.append(word)
+    return list(dict.fromkeys(names))
+
+
+def _text(hit: Hit) -> str:
+    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
+
+
+def _analysed(texts: Iterable[str]) -> set[str]:
+    return {term for text in texts for term in analyze(text)}
+
+
+def _written(name: str, texts: Iterable[str]) -> bool:
+    """`name` occurs as a whole word, in the same case, in one of `texts`."""
+    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    return any(pattern.search(text) for text in texts)
+
+
+def knowledge_base_evidence(question: str, answer: Answer, stats: TermStatistics) -> KnowledgeBaseEvidence:
+    """The evidence for `question` from `stats` (its `term_statistics`) and the chunks `answer`
+    retrieved and cites. A question with no keyword terms, or no names, scores as one whose
+    terms and names are all present: there is nothing to find missing."""
+    terms = query_terms(question)
+    present = [t for t in terms if stats.frequencies.get(t, 0) > 0]
+    retrieved = _analysed(_text(h) for h in answer.hits)
+    rarity = max((stats.idf(t) for t in terms if t not in retrieved), default=0.0)
+    names = question_names(question)
+    absent = any(stats.frequencies.get(term, 0) == 0 for name in names for term in query_terms(name))
+    by_chunk = {h.chunk.id: h for h in answer.hits}
+    cited = [_text(by_chunk[c.chunk_id]) for c in answer.citations if c.chunk_id in by_chunk]
+    absent_from_cited = sum(not _written(name, cited) for name in names) / len(names) if names else 0.0
+    return KnowledgeBaseEvidence(
+        terms_in_kb=len(present) / len(terms) if terms else 1.0,
+        unretrieved_rarity=rarity,
+        name_absent=float(absent),
+        name_absent_from_cited=absent_from_cited,
+    )
