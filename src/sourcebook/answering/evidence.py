@@ -13,14 +13,14 @@ whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter 
                            0 when the retrieved chunks hold every term
     name_absent            1 when the question names something (an acronym, a capitalised word inside
                            a sentence, an inner-capital or identifier-like word) that no chunk holds
-    name_absent_from_cited share of those names that do not occur, written as the question writes
-                           them, in the chunks the answer cites (all of them for an answer citing nothing)
+    name_absent_from_cited share of those names that do not occur as names (with a capital) in the
+                           chunks the answer cites (all of them for an answer citing nothing)
 
 Names are found by their shape, not by a list: a user names products, platforms and tools
 with capitals ("Windows", "LFS", "Overleaf", "ConTeXt"), and a manual about something else
 tends to use the same letters, if at all, as a plain word ("windows" of a pager, "context").
-Matching such a name case-sensitively in the cited chunks keeps that distinction, which the
-lower-cased keyword index loses.
+Requiring a name to be written with a capital in the cited chunks keeps that distinction,
+which the lower-cased keyword index loses.
 """
 
 from __future__ import annotations
@@ -78,9 +78,17 @@ def _analysed(texts: Iterable[str]) -> set[str]:
 
 
 def _written(name: str, texts: Iterable[str]) -> bool:
-    """`name` occurs as a whole word, in the same case, in one of `texts`."""
-    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-    return any(pattern.search(text) for text in texts)
+    """`name` occurs as a whole word in one of `texts`, with a capital somewhere if `name` has one.
+
+    Not the exact case: PDF text writes TeX logos in small capitals ("pdfTEX" for pdfTeX) and a
+    heading may be in capitals; but "context" or "windows" in lower case is a plain word, not
+    the name ConTeXt or Windows."""
+    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+    capitalised = name != name.lower()
+    return any(
+        not capitalised or match.group() != match.group().lower()
+        for text in texts for match in pattern.finditer(text)
+    )
 
 
 def knowledge_base_evidence(question: str, answer: Answer, stats: TermStatistics) -> KnowledgeBaseEvidence:
