@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from sourcebook.answering.evidence import knowledge_base_evidence, question_names
@@ -16,17 +14,6 @@ def test_names_are_found_by_shape_not_by_a_list() -> None:
     # a capital that opens a sentence is grammar; stopwords are never names, even in capitals
     assert question_names("Windows users ask. Does IT need it? Which option sets the upstream?") == []
     assert question_names("Which option: Overleaf or Word?") == ["Word"]  # "Overleaf" opens a clause after ':'
-
-
-def test_scaled_idf_reads_alike_whatever_the_size_of_the_knowledge_base() -> None:
-    for chunks in (10, 10_000):
-        stats = TermStatistics(chunks, {"rare": 0, "everywhere": chunks, "half": chunks // 2})
-        assert stats.idf("rare") == pytest.approx(1.0) and stats.idf("unknown") == pytest.approx(1.0)
-        assert stats.idf("everywhere") == pytest.approx(0.0)
-        assert 0.0 < stats.idf("half") < 0.5
-    assert TermStatistics(0, {"rare": 0}).idf("rare") == 0.0
-    stats = TermStatistics(100, {"a": 1})
-    assert stats.idf("a") == pytest.approx(math.log(100.5 / 1.5) / math.log(201))
 
 
 def _hit(n: int, text: str, heading: str = "OPTIONS") -> Hit:
@@ -49,21 +36,19 @@ def test_a_name_the_knowledge_base_never_uses_is_absent() -> None:
     stats = TermStatistics(50, {"track": 5, "larg": 3, "binari": 2, "file": 40, "git": 45, "lf": 0})
     evidence = knowledge_base_evidence(QUESTION, _answer(QUESTION, hits, (1,)), stats)
     assert evidence.terms_in_kb == pytest.approx(5 / 6)
-    assert evidence.unretrieved_rarity == pytest.approx(1.0)  # "lf": no retrieved chunk, no chunk at all
-    assert evidence.name_absent == 1.0
+    assert evidence.name_absent == 1.0  # "LFS" analyses to "lf", which no chunk holds
     assert evidence.name_absent_from_cited == pytest.approx(0.5)  # "Git" is cited, "LFS" is not
 
 
-def test_a_term_the_knowledge_base_holds_elsewhere_counts_by_its_rarity() -> None:
-    hits = (_hit(1, "Git stores large binary files in packs; track them."),)
+def test_a_name_the_knowledge_base_holds_only_as_a_plain_word_is_absent_from_the_citation() -> None:
     stats = TermStatistics(50, {"track": 5, "larg": 3, "binari": 2, "file": 40, "git": 45, "lf": 1})
-    evidence = knowledge_base_evidence(QUESTION, _answer(QUESTION, hits, (1,)), stats)
-    assert evidence.terms_in_kb == 1.0 and evidence.name_absent == 0.0
-    assert evidence.unretrieved_rarity == pytest.approx(stats.idf("lf")) and 0.5 < evidence.unretrieved_rarity < 1.0
-    # a heading "git-lfs" puts "lf" in the retrieved chunks, but not "LFS" as the question writes it
+    # a heading "git-lfs" holds "lfs" in lower case only: a word, not the name "LFS" as the question writes it
     headed = (_hit(1, "Git stores large binary files in packs; track them.", heading="git-lfs"),)
     evidence = knowledge_base_evidence(QUESTION, _answer(QUESTION, headed, (1,)), stats)
-    assert evidence.unretrieved_rarity == 0.0 and evidence.name_absent_from_cited == pytest.approx(0.5)
+    assert evidence.terms_in_kb == 1.0 and evidence.name_absent == 0.0
+    assert evidence.name_absent_from_cited == pytest.approx(0.5)
+    named = (_hit(1, "Git LFS stores large binary files.", heading="git-lfs"),)
+    assert knowledge_base_evidence(QUESTION, _answer(QUESTION, named, (1,)), stats).name_absent_from_cited == 0.0
 
 
 def test_names_are_matched_as_written_in_the_cited_chunks() -> None:
@@ -80,5 +65,4 @@ def test_names_are_matched_as_written_in_the_cited_chunks() -> None:
 def test_a_question_with_nothing_to_miss_scores_as_fully_present() -> None:
     stats = TermStatistics(5, {})
     evidence = knowledge_base_evidence("?!", _answer("?!", (), ()), stats)
-    assert (evidence.terms_in_kb, evidence.unretrieved_rarity, evidence.name_absent,
-            evidence.name_absent_from_cited) == (1.0, 0.0, 0.0, 0.0)
+    assert (evidence.terms_in_kb, evidence.name_absent, evidence.name_absent_from_cited) == (1.0, 0.0, 0.0)

@@ -19,7 +19,7 @@ citations) are calibrated alike:
                           or its citations' headings; 0 when none is asked
     asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
-    terms_in_kb, unretrieved_rarity, name_absent, name_absent_from_cited
+    terms_in_kb, name_absent, name_absent_from_cited
                           whether the knowledge base as a whole, not just the retrieved chunks,
                           holds what the question names (evidence.py)
 
@@ -87,7 +87,6 @@ class ConfidenceFeatures:
     asks_identifier: float
     keyword_rank: float
     terms_in_kb: float
-    unretrieved_rarity: float
     name_absent: float
     name_absent_from_cited: float
 
@@ -112,11 +111,11 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-25 on this branch merged with refanswer a136179 (its sentence selection and
-# reference chunking change the answers the features are measured on): 104 dev questions.
-P_CORRECT = LogisticModel(-9.935, (2.9729, 1.3687, 3.9106, 4.181, 1.7147, 0.4233, -0.6291, 1.2602, 0.0384, -1.2002, 1.4449, 0.0, 0.0, 0.0, 0.0))
-P_ANSWERABLE = LogisticModel(-10.3262, (2.6185, 1.3283, 3.5219, 8.8151, 2.4096, 0.2039, -0.0677, -0.3231, 0.5212, -1.5548, 0.8828, 0.0, 0.0, 0.0, 0.0))
-ABSTAIN_BELOW = 0.5037
+# Fitted on 2026-11-27 (abstain15: the knowledge-base evidence features added) on 104 dev questions,
+# knowledge bases built from main f28a348 (the merged reference chunking).
+P_CORRECT = LogisticModel(-8.9611, (2.7418, 2.0316, 3.0334, 3.2144, 1.3521, 0.4276, -0.8443, 1.6698, -0.5308, -0.6854, 1.3676, 0.7874, -1.2133, -1.1953))
+P_ANSWERABLE = LogisticModel(-10.8826, (2.0461, 2.3859, 1.9539, 7.7217, 1.597, 0.2563, -0.6393, 0.2874, -0.647, -0.8196, 0.5461, 4.097, -1.1664, -2.1402))
+ABSTAIN_BELOW = 0.5822
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,13 @@
 """Knowledge-base-level evidence that a question can be answered: does the knowledge base name what it asks about at all.
 
 The other confidence features (confidence.py) see only the retrieved chunks. A question on
-topic but outside the documents ("How do I track large files with Git LFS?" over the Git man
-pages) retrieves chunks that share most of its words, and nothing in them says whether the one
+topic but outside the documents ("How do I enable microtype on Overleaf?" over the microtype
+manual) retrieves chunks that share most of its words, and nothing in them says whether the one
 word they lack is absent from every document or merely from these five. The keyword index
 knows: `SearchStore.term_statistics` gives each question term's document frequency over the
 whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter stems).
 
     terms_in_kb            share of the question's keyword terms some chunk holds
-    unretrieved_rarity     the highest rarity (scaled idf, `TermStatistics.idf`) among the question's
-                           terms that no retrieved chunk holds; a term no chunk holds has rarity 1,
-                           0 when the retrieved chunks hold every term
     name_absent            1 when the question names something (an acronym, a capitalised word inside
                            a sentence, an inner-capital or identifier-like word) that no chunk holds
     name_absent_from_cited share of those names that do not occur as names (with a capital) in the
@@ -31,7 +28,7 @@ from dataclasses import dataclass
 
 from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
-from ..stores.bm25 import analyze, query_terms
+from ..stores.bm25 import query_terms
 
 _WORD = re.compile(r"\w+")
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
@@ -43,7 +40,6 @@ class KnowledgeBaseEvidence:
     """The features this module adds to `ConfidenceFeatures`; field order is their order there."""
 
     terms_in_kb: float
-    unretrieved_rarity: float
     name_absent: float
     name_absent_from_cited: float
 
@@ -73,10 +69,6 @@ def _text(hit: Hit) -> str:
     return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
 
 
-def _analysed(texts: Iterable[str]) -> set[str]:
-    return {term for text in texts for term in analyze(text)}
-
-
 def _written(name: str, texts: Iterable[str]) -> bool:
     """`name` occurs as a whole word in one of `texts`, with a capital somewhere if `name` has one.
 
@@ -93,12 +85,10 @@ def _written(name: str, texts: Iterable[str]) -> bool:
 
 def knowledge_base_evidence(question: str, answer: Answer, stats: TermStatistics) -> KnowledgeBaseEvidence:
     """The evidence for `question` from `stats` (its `term_statistics`) and the chunks `answer`
-    retrieved and cites. A question with no keyword terms, or no names, scores as one whose
+    cites. A question with no keyword terms, or no names, scores as one whose
     terms and names are all present: there is nothing to find missing."""
     terms = query_terms(question)
     present = [t for t in terms if stats.frequencies.get(t, 0) > 0]
-    retrieved = _analysed(_text(h) for h in answer.hits)
-    rarity = max((stats.idf(t) for t in terms if t not in retrieved), default=0.0)
     names = question_names(question)
     absent = any(stats.frequencies.get(term, 0) == 0 for name in names for term in query_terms(name))
     by_chunk = {h.chunk.id: h for h in answer.hits}
@@ -106,7 +96,6 @@ def knowledge_base_evidence(question: str, answer: Answer, stats: TermStatistics
     absent_from_cited = sum(not _written(name, cited) for name in names) / len(names) if names else 0.0
     return KnowledgeBaseEvidence(
         terms_in_kb=len(present) / len(terms) if terms else 1.0,
-        unretrieved_rarity=rarity,
         name_absent=float(absent),
         name_absent_from_cited=absent_from_cited,
     )
