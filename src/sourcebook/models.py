@@ -188,6 +188,16 @@ class TermStatistics:
     """Each of the query's analysed terms (stores/bm25.py: stopwords dropped, Porter stems) ->
     how many live chunks hold it (0: none), in query order."""
 
+    def rarity(self, term: str) -> float:
+        """The term's inverse document frequency scaled to [0, 1]: ln((N + 0.5) / (n + 0.5)) over
+        its value for a term no chunk holds, so knowledge bases of any size read alike (BM25's
+        own idf grows with N). 1 for a term no chunk holds, 0 for one every chunk holds (and
+        for an empty knowledge base)."""
+        if self.chunks <= 0:
+            return 0.0
+        count = min(self.frequencies.get(term, 0), self.chunks)
+        return math.log((self.chunks + 0.5) / (count + 0.5)) / math.log((self.chunks + 0.5) / 0.5)
+
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
-"""Knowledge-base-level evidence: whether the knowledge base names what a question asks about."""
+"""Knowledge-base-level evidence: how rare, in the whole knowledge base, is a name the question asks about
+and the answer's citations lack."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from sourcebook.answering.evidence import knowledge_base_evidence, question_names
+from sourcebook.answering.evidence import missing_name_rarity, question_names
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
 
@@ -16,8 +19,18 @@ def test_names_are_found_by_shape_not_by_a_list() -> None:
     assert question_names("Which option: Overleaf or Word?") == ["Word"]  # "Overleaf" opens a clause after ':'
 
 
+def test_rarity_reads_alike_whatever_the_size_of_the_knowledge_base() -> None:
+    for chunks in (10, 10_000):
+        stats = TermStatistics(chunks, {"rare": 0, "everywhere": chunks, "half": chunks // 2})
+        assert stats.rarity("rare") == pytest.approx(1.0) and stats.rarity("unknown") == pytest.approx(1.0)
+        assert stats.rarity("everywhere") == pytest.approx(0.0)
+        assert 0.0 < stats.rarity("half") < 0.5
+    assert TermStatistics(0, {"rare": 0}).rarity("rare") == 0.0
+    assert TermStatistics(100, {"a": 1}).rarity("a") == pytest.approx(math.log(100.5 / 1.5) / math.log(201))
+
+
 def _hit(n: int, text: str, heading: str = "OPTIONS") -> Hit:
-    chunk = StoredChunk(f"c{n}", f"d{n}", "default", f"/docs/{n}.html", "Git manual", 0, text, (heading,), None, "")
+    chunk = StoredChunk(f"c{n}", f"d{n}", "default", f"/docs/{n}.html", "git-push(1)", 0, text, (heading,), None, "")
     return Hit(n, 0.03, chunk, keyword_rank=n, vector_score=0.5)
 
 
@@ -29,40 +42,41 @@ def _answer(question: str, hits: tuple[Hit, ...], cited: tuple[int, ...]) -> Ans
 
 
 QUESTION = "How do I track large binary files with Git LFS?"  # keyword terms: track larg binari file git lf
+STATS = TermStatistics(50, {"track": 5, "larg": 3, "binari": 2, "file": 40, "git": 45, "lf": 0})
 
 
-def test_a_name_the_knowledge_base_never_uses_is_absent() -> None:
+def test_a_name_no_chunk_holds_is_as_rare_as_can_be() -> None:
     hits = (_hit(1, "Git stores large binary files in packs."), _hit(2, "Track the files you add."))
-    stats = TermStatistics(50, {"track": 5, "larg": 3, "binari": 2, "file": 40, "git": 45, "lf": 0})
-    evidence = knowledge_base_evidence(QUESTION, _answer(QUESTION, hits, (1,)), stats)
-    assert evidence.terms_in_kb == pytest.approx(5 / 6)
-    assert evidence.name_absent == 1.0  # "LFS" analyses to "lf", which no chunk holds
-    assert evidence.name_absent_from_cited == pytest.approx(0.5)  # "Git" is cited, "LFS" is not
+    assert missing_name_rarity(QUESTION, _answer(QUESTION, hits, (1,)), STATS) == pytest.approx(1.0)
 
 
-def test_a_name_the_knowledge_base_holds_only_as_a_plain_word_is_absent_from_the_citation() -> None:
-    stats = TermStatistics(50, {"track": 5, "larg": 3, "binari": 2, "file": 40, "git": 45, "lf": 1})
+def test_the_subject_of_the_knowledge_base_says_little_by_its_absence_from_the_citation() -> None:
+    question = "Which option makes Git push atomically?"
+    stats = TermStatistics(50, {"option": 30, "make": 10, "git": 45, "push": 12, "atom": 2})
+    entry = (_hit(1, "--atomic: use an atomic transaction on the remote side."),)
+    rarity = missing_name_rarity(question, _answer(question, entry, (1,)), stats)
+    assert rarity == pytest.approx(stats.rarity("git")) and rarity < 0.1  # 45 of 50 chunks hold "git"
+    rare = TermStatistics(50, {**stats.frequencies, "git": 1})
+    assert missing_name_rarity(question, _answer(question, entry, (1,)), rare) > 0.7
+
+
+def test_names_count_as_cited_only_when_written_as_names() -> None:
+    stats = TermStatistics(50, {**STATS.frequencies, "lf": 4})
     # a heading "git-lfs" holds "lfs" in lower case only: a word, not the name "LFS" as the question writes it
-    headed = (_hit(1, "Git stores large binary files in packs; track them.", heading="git-lfs"),)
-    evidence = knowledge_base_evidence(QUESTION, _answer(QUESTION, headed, (1,)), stats)
-    assert evidence.terms_in_kb == 1.0 and evidence.name_absent == 0.0
-    assert evidence.name_absent_from_cited == pytest.approx(0.5)
+    headed = (_hit(1, "Git stores large binary files in packs.", heading="git-lfs"),)
+    assert missing_name_rarity(QUESTION, _answer(QUESTION, headed, (1,)), stats) == pytest.approx(stats.rarity("lf"))
     named = (_hit(1, "Git LFS stores large binary files.", heading="git-lfs"),)
-    assert knowledge_base_evidence(QUESTION, _answer(QUESTION, named, (1,)), stats).name_absent_from_cited == 0.0
-
-
-def test_names_are_matched_as_written_in_the_cited_chunks() -> None:
+    assert missing_name_rarity(QUESTION, _answer(QUESTION, named, (1,)), stats) == 0.0
     question = "How do I use microtype in ConTeXt?"
-    stats = TermStatistics(20, {"us": 10, "microtyp": 20, "context": 3})
-    lower = knowledge_base_evidence(question, _answer(question, (_hit(1, "In this context, use it."),), (1,)), stats)
-    exact = knowledge_base_evidence(question, _answer(question, (_hit(1, "CONTEXT has its own."),), (1,)), stats)
-    assert (lower.name_absent, lower.name_absent_from_cited) == (0.0, 1.0)  # the KB holds "context", not the name
-    assert (exact.name_absent, exact.name_absent_from_cited) == (0.0, 0.0)  # capitals as small caps ("pdfTEX") count
-    uncited = knowledge_base_evidence(question, _answer(question, (_hit(1, "ConTeXt has its own."),), ()), stats)
-    assert uncited.name_absent_from_cited == 1.0  # an abstention cites nothing
+    context = TermStatistics(20, {"us": 10, "microtyp": 20, "context": 3})
+    plain = (_hit(1, "In this context, use it."),)
+    small_caps = (_hit(1, "CONTEXT has its own."),)  # PDF text of a TeX logo (pdfTEX) is still the name
+    assert missing_name_rarity(question, _answer(question, plain, (1,)), context) == pytest.approx(context.rarity("context"))
+    assert missing_name_rarity(question, _answer(question, small_caps, (1,)), context) == 0.0
+    # an abstention cites nothing: every name is missing from it
+    assert missing_name_rarity(question, _answer(question, small_caps, ()), context) == pytest.approx(context.rarity("context"))
 
 
-def test_a_question_with_nothing_to_miss_scores_as_fully_present() -> None:
-    stats = TermStatistics(5, {})
-    evidence = knowledge_base_evidence("?!", _answer("?!", (), ()), stats)
-    assert (evidence.terms_in_kb, evidence.name_absent, evidence.name_absent_from_cited) == (1.0, 0.0, 0.0)
+def test_a_question_that_names_nothing_has_nothing_missing() -> None:
+    question = "How do I change the page margins?"
+    assert missing_name_rarity(question, _answer(question, (), ()), TermStatistics(5, {"page": 0})) == 0.0

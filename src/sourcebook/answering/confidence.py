@@ -19,9 +19,8 @@ citations) are calibrated alike:
                           or its citations' headings; 0 when none is asked
     asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
-    terms_in_kb, name_absent, name_absent_from_cited
-                          whether the knowledge base as a whole, not just the retrieved chunks,
-                          holds what the question names (evidence.py)
+    missing_name_rarity   how rare, in the whole knowledge base, the rarest name of the question
+                          the cited chunks lack is: 1 when no chunk holds it (evidence.py)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
 splits of eval/gitdoc, eval/microtype and examples/questions.jsonl (never on the test
@@ -48,13 +47,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Answer, CitationCheck, Hit, TermStatistics
-from .evidence import knowledge_base_evidence
+from .evidence import missing_name_rarity
 from .lexical import content_terms, overlap
 
 MAX_MISSING_TERMS = 3
@@ -86,9 +85,7 @@ class ConfidenceFeatures:
     identifiers_in_answer: float
     asks_identifier: float
     keyword_rank: float
-    terms_in_kb: float
-    name_absent: float
-    name_absent_from_cited: float
+    missing_name_rarity: float
 
     def vector(self) -> tuple[float, ...]:
         return astuple(self)
@@ -111,11 +108,11 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-27 (abstain15: the knowledge-base evidence features added) on 104 dev questions,
+# Fitted on 2026-11-27 (abstain15: missing_name_rarity added) on 104 dev questions,
 # knowledge bases built from main f28a348 (the merged reference chunking).
-P_CORRECT = LogisticModel(-8.9611, (2.7418, 2.0316, 3.0334, 3.2144, 1.3521, 0.4276, -0.8443, 1.6698, -0.5308, -0.6854, 1.3676, 0.7874, -1.2133, -1.1953))
-P_ANSWERABLE = LogisticModel(-10.8826, (2.0461, 2.3859, 1.9539, 7.7217, 1.597, 0.2563, -0.6393, 0.2874, -0.647, -0.8196, 0.5461, 4.097, -1.1664, -2.1402))
-ABSTAIN_BELOW = 0.5822
+P_CORRECT = LogisticModel(-8.4107, (2.7531, 1.8304, 3.1696, 3.2531, 1.3542, 0.4142, -0.7534, 1.7251, -0.4463, -0.7423, 1.3526, -2.0132))
+P_ANSWERABLE = LogisticModel(-8.0268, (2.3314, 1.3334, 2.4112, 7.575, 1.7515, 0.2156, -0.1163, 0.5825, -0.369, -0.7946, 0.4978, -2.9395))
+ABSTAIN_BELOW = 0.514
 
 
 @dataclass(frozen=True)
@@ -148,7 +145,7 @@ def answer_features(
     An abstention has no text or citations: its answer-side features are 0, and what
     the retrieved chunks and the knowledge base say about the question still counts.
     """
-    evidence = asdict(knowledge_base_evidence(question, answer, stats))
+    rarity = missing_name_rarity(question, answer, stats)
     hits = list(answer.hits)
     scores = _vector_scores(hits)
     top = scores[0] if scores else 0.0
@@ -160,7 +157,7 @@ def answer_features(
     asks = 1.0 if asked_identifiers(question) else 0.0
     if answer.abstained or not answer.citations:
         return ConfidenceFeatures(
-            top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, **evidence
+            top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, rarity
         )
     by_chunk = {h.chunk.id: h for h in hits}
     cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
@@ -181,7 +178,7 @@ def answer_features(
         identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
         asks_identifier=asks,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
-        **evidence,
+        missing_name_rarity=rarity,
     )
 
 

@@ -7,11 +7,20 @@ word they lack is absent from every document or merely from these five. The keyw
 knows: `SearchStore.term_statistics` gives each question term's document frequency over the
 whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter stems).
 
-    terms_in_kb            share of the question's keyword terms some chunk holds
-    name_absent            1 when the question names something (an acronym, a capitalised word inside
-                           a sentence, an inner-capital or identifier-like word) that no chunk holds
-    name_absent_from_cited share of those names that do not occur as names (with a capital) in the
-                           chunks the answer cites (all of them for an answer citing nothing)
+    missing_name_rarity    the rarest thing the question names (an acronym, a capitalised word inside
+                           a sentence, an inner-capital or letters-and-digits word) that the chunks the
+                           answer cites do not write as a name: its document frequency as a rarity in
+                           [0, 1] (`TermStatistics.rarity`), 1 when no chunk holds it at all; 0 when
+                           every name is cited or the question names nothing
+
+Rarity rather than a count, because a question also names the subject of the whole knowledge
+base ("Git" over the Git pages), which a cited option entry need not repeat: a name most chunks hold
+says little by its absence from the citation, a name no chunk holds says the most. Measured
+and not kept (bench/calibrate_answers.py --leave-one-out on the dev questions, README): the share
+of the question's terms the knowledge base holds (it adds nothing beyond this, and penalises
+paraphrase in a small knowledge base, where ordinary words are absent by chance), whether a
+name is absent from the knowledge base, the share of names absent from the citation (both
+subsumed), and the rarity of the question's terms the retrieved chunks lack.
 
 Names are found by their shape, not by a list: a user names products, platforms and tools
 with capitals ("Windows", "LFS", "Overleaf", "ConTeXt"), and a manual about something else
@@ -24,7 +33,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
@@ -33,15 +41,6 @@ from ..stores.bm25 import query_terms
 _WORD = re.compile(r"\w+")
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
-
-
-@dataclass(frozen=True)
-class KnowledgeBaseEvidence:
-    """The features this module adds to `ConfidenceFeatures`; field order is their order there."""
-
-    terms_in_kb: float
-    name_absent: float
-    name_absent_from_cited: float
 
 
 def question_names(question: str) -> list[str]:
@@ -83,19 +82,10 @@ def _written(name: str, texts: Iterable[str]) -> bool:
     )
 
 
-def knowledge_base_evidence(question: str, answer: Answer, stats: TermStatistics) -> KnowledgeBaseEvidence:
-    """The evidence for `question` from `stats` (its `term_statistics`) and the chunks `answer`
-    cites. A question with no keyword terms, or no names, scores as one whose
-    terms and names are all present: there is nothing to find missing."""
-    terms = query_terms(question)
-    present = [t for t in terms if stats.frequencies.get(t, 0) > 0]
-    names = question_names(question)
-    absent = any(stats.frequencies.get(term, 0) == 0 for name in names for term in query_terms(name))
+def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) -> float:
+    """The `missing_name_rarity` of `answer` to `question`, from `stats` (the knowledge base's
+    `term_statistics(question)`); an answer citing nothing lacks every name."""
     by_chunk = {h.chunk.id: h for h in answer.hits}
     cited = [_text(by_chunk[c.chunk_id]) for c in answer.citations if c.chunk_id in by_chunk]
-    absent_from_cited = sum(not _written(name, cited) for name in names) / len(names) if names else 0.0
-    return KnowledgeBaseEvidence(
-        terms_in_kb=len(present) / len(terms) if terms else 1.0,
-        name_absent=float(absent),
-        name_absent_from_cited=absent_from_cited,
-    )
+    uncited = [name for name in question_names(question) if not _written(name, cited)]
+    return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
