@@ -6,7 +6,10 @@
     python bench/calibrate_answers.py \\
         --set eval/gitdoc/questions.jsonl=/tmp/gitdoc.db \\
         --set eval/microtype/questions.jsonl=/tmp/microtype.db \\
-        --dump /tmp/calibration.jsonl             # features per question, to refit with --from-dump
+        --dump /tmp/calibration.jsonl --leave-one-out
+
+`--dump` keeps the features per question, to refit with `--from-dump`; `--leave-one-out` also
+prints what each question gets from fits without it (the honest figure for a new feature).
 
 Data: the dev split of every --set, plus examples/questions.jsonl over examples/docs (a
 temporary knowledge base, seconds). Test splits are never read. Each question is asked
