@@ -54,7 +54,7 @@ import numpy as np
 from ..embedders.base import Embedder
 from ..models import Answer, CitationCheck, Hit, TermStatistics
 from .evidence import missing_name_rarity
-from .lexical import content_terms, overlap
+from .lexical import chunk_text, cited_hits, content_terms, overlap
 
 MAX_MISSING_TERMS = 3
 # An identifier: a flag (--force, -x), a TeX command (\textls), a dotted or key=value name
@@ -128,10 +128,6 @@ def asked_identifiers(question: str) -> set[str]:
     return {m.group().lower() for m in _IDENTIFIER.finditer(question)}
 
 
-def _chunk_text(hit: Hit) -> str:
-    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
-
-
 def _vector_scores(hits: Sequence[Hit]) -> list[float]:
     return sorted((h.vector_score or 0.0 for h in hits), reverse=True)
 
@@ -151,7 +147,7 @@ def answer_features(
     top = scores[0] if scores else 0.0
     second = scores[1] if len(scores) > 1 else 0.0
     terms = content_terms(question)
-    source_terms = content_terms(" ".join(_chunk_text(h) for h in hits))
+    source_terms = content_terms(" ".join(chunk_text(h) for h in hits))
     in_sources = len(terms & source_terms) / len(terms) if terms else 0.0
     missing = float(min(len(terms - source_terms), MAX_MISSING_TERMS))
     asks = 1.0 if asked_identifiers(question) else 0.0
@@ -159,8 +155,7 @@ def answer_features(
         return ConfidenceFeatures(
             top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, rarity
         )
-    by_chunk = {h.chunk.id: h for h in hits}
-    cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
+    cited = cited_hits(answer)
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
     identifiers = asked_identifiers(question)
     lowered = answer_text.lower()
@@ -173,7 +168,7 @@ def answer_features(
         answer_similarity=float(similarity),
         terms_in_sources=in_sources,
         missing_terms=missing,
-        terms_in_cited=overlap(terms, " ".join(_chunk_text(h) for h in cited)),
+        terms_in_cited=overlap(terms, " ".join(chunk_text(h) for h in cited)),
         terms_in_answer=overlap(terms, answer_text),
         identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
         asks_identifier=asks,

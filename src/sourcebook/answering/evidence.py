@@ -34,9 +34,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..models import Answer, Hit, TermStatistics
+from ..models import Answer, TermStatistics
 from ..stopwords import STOPWORDS
 from ..stores.bm25 import query_terms
+from .lexical import chunk_text, cited_hits
 
 _WORD = re.compile(r"\w+")
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
@@ -64,10 +65,6 @@ def question_names(question: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _text(hit: Hit) -> str:
-    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
-
-
 def _written(name: str, texts: Iterable[str]) -> bool:
     """`name` occurs as a whole word in one of `texts`, with a capital somewhere if `name` has one.
 
@@ -85,7 +82,6 @@ def _written(name: str, texts: Iterable[str]) -> bool:
 def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) -> float:
     """The `missing_name_rarity` of `answer` to `question`, from `stats` (the knowledge base's
     `term_statistics(question)`); an answer citing nothing lacks every name."""
-    by_chunk = {h.chunk.id: h for h in answer.hits}
-    cited = [_text(by_chunk[c.chunk_id]) for c in answer.citations if c.chunk_id in by_chunk]
+    cited = [chunk_text(hit) for hit in cited_hits(answer)]
     uncited = [name for name in question_names(question) if not _written(name, cited)]
     return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
