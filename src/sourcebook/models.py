@@ -175,6 +175,32 @@ class ScoredId:
 
 
 @dataclass(frozen=True)
+class TermStatistics:
+    """How common a query's keyword terms are in the whole knowledge base (the tenant's live chunks).
+
+    Retrieval sees only its top chunks; these counts say whether a term the question names occurs
+    anywhere at all, which is what tells "the documents never mention Overleaf" from "the chunk
+    that mentions it ranked low"."""
+
+    chunks: int
+    """Live chunks in the knowledge base (BM25's N)."""
+    frequencies: dict[str, int]
+    """Each of the query's analysed terms (stores/bm25.py: stopwords dropped, Porter stems) ->
+    how many live chunks hold it (0: none), in query order."""
+
+    def rarity(self, term: str) -> float:
+        """The term's inverse document frequency scaled to [0, 1]: ln((N + 0.5) / (n + 0.5)) over
+        its value for a term no chunk holds, so knowledge bases of any size read alike (BM25's
+        own idf grows with N). 1 for a term no chunk holds, 0 for one every chunk holds (and
+        for an empty knowledge base)."""
+        if self.chunks <= 0:
+            return 0.0
+        count = min(self.frequencies.get(term, 0), self.chunks)
+        return math.log((self.chunks + 0.5) / (count + 0.5)) / math.log((self.chunks + 0.5) / 0.5)
+
+
+
+@dataclass(frozen=True)
 class Hit:
     """A search result: a chunk, its fused score, and how each retriever ranked it."""
 

@@ -18,7 +18,7 @@ from sourcebook.answering.confidence import (
     asked_identifiers,
     calibrate,
 )
-from sourcebook.models import Answer, Citation, CitationCheck, Hit, StoredChunk
+from sourcebook.models import Answer, Citation, CitationCheck, Hit, StoredChunk, TermStatistics
 
 
 def test_identifiers_are_flags_commands_settings_and_inner_capitals() -> None:
@@ -75,7 +75,8 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     )
     citation = Citation(1, "d1", "/docs/1.html", "c1", "q", "T", ("OPTIONS", "--force-with-lease"), None)
     answer = Answer(question, "Use it to protect the ref [1].", False, (citation,), 0.0, hits)
-    features = answer_features(question, answer, embedder.embed_query(question), embedder)
+    stats = TermStatistics(100, {"git": 60, "push": 20, "option": 40, "forc": 3, "leas": 2})
+    features = answer_features(question, answer, embedder.embed_query(question), embedder, stats)
     assert features.top_similarity == 0.8 and features.similarity_margin == pytest.approx(0.2)
     assert features.cited_similarity == 0.8 and features.keyword_rank == 0.5
     assert (features.identifiers_in_answer, features.asks_identifier) == (1.0, 1.0)  # in the cited heading path
@@ -83,8 +84,9 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     assert 0.0 < features.terms_in_answer < features.terms_in_cited == 1.0
     assert 0.0 < features.answer_similarity < 1.0
 
+    assert features.missing_name_rarity == 0.0  # the question names nothing (an identifier is not a name)
     abstained = answer_features(question, Answer(question, "no", True, (), 0.0, hits), embedder.embed_query(question),
-                                embedder)
+                                embedder, stats)
     assert abstained.top_similarity == 0.8 and abstained.terms_in_sources == 1.0  # what retrieval found still counts
     assert (abstained.cited_similarity, abstained.answer_similarity, abstained.terms_in_answer,
             abstained.identifiers_in_answer, abstained.keyword_rank) == (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -108,3 +110,12 @@ def test_the_gate_abstains_below_the_threshold(example_kb: KnowledgeBase) -> Non
         settings.answer_min_answerable, settings.answer_min_score = None, 0.40
     assert not ungated.abstained and ungated.citations
     assert closed.abstained and closed.citations == () and closed.confidence > 0.0  # p_correct of what it withheld
+
+
+def test_a_name_the_knowledge_base_never_holds_lowers_both_probabilities() -> None:
+    """The fitted weight of missing_name_rarity: "How do I enable microtype on Overleaf?" over a
+    manual that never names Overleaf reads as less answerable than the same answer without it."""
+    answered = dict(top_similarity=0.65, cited_similarity=0.65, answer_similarity=0.6, terms_in_sources=0.67,
+                    missing_terms=1.0, terms_in_cited=0.67, terms_in_answer=0.33, keyword_rank=1.0)
+    named, missing = calibrate(_features(**answered)), calibrate(_features(**answered, missing_name_rarity=1.0))
+    assert missing.p_answerable < named.p_answerable and missing.p_correct < named.p_correct

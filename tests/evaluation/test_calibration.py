@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sourcebook.errors import ConfigurationError
-from sourcebook.evaluation.calibration import choose_threshold, fit_logistic
+from sourcebook.evaluation.calibration import choose_threshold, fit_logistic, leave_one_out
 
 
 def _data(seed: int = 7, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -71,3 +71,16 @@ def test_threshold_is_the_highest_within_the_false_abstention_budget() -> None:
     assert choose_threshold(scores, gold, 0.05, anyway).value == pytest.approx(0.25)
     with pytest.raises(ConfigurationError, match="answerable and unanswerable"):
         choose_threshold([0.5], [True])
+
+
+def test_leave_one_out_predicts_each_row_from_a_fit_without_it() -> None:
+    x, y = _data(n=60)
+    held_out = leave_one_out(x.tolist(), y.tolist(), l2=1.0)
+    assert len(held_out) == 60
+    in_sample = fit_logistic(x.tolist(), y.tolist(), l2=1.0)
+    assert held_out[5] == fit_logistic(np.delete(x, 5, axis=0).tolist(), np.delete(y, 5).tolist(), 1.0).probability(x[5])
+    assert held_out[5] != in_sample.probability(x[5])
+    # a fit that has not seen a row is less sure of it: the held-out log loss is the larger
+    def log_loss(p: list[float]) -> float:
+        return -float(np.mean([math.log(q if label else 1 - q) for q, label in zip(p, y)]))
+    assert log_loss(held_out) > log_loss([in_sample.probability(row) for row in x])

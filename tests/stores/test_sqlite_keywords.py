@@ -66,13 +66,19 @@ def test_incremental_index_scores_exactly_as_a_rebuild(
     store = SQLiteStore(tmp_path / "kb.db")
     queries = ["alpha", "beta gamma", "kappa mu zeta", "title", "delta epsilon eta theta iota", "lambda d3"]
     documents: list[str] = []
+    texts: dict[str, list[str]] = {}
     for step in range(30):
         if documents and rng.random() < 0.3:
-            store.delete_document(documents.pop(rng.randrange(len(documents))))
+            texts.pop(gone := documents.pop(rng.randrange(len(documents))))
+            store.delete_document(gone)
         else:
             document_id = rng.choice(documents) if documents and rng.random() < 0.3 else f"d{step}"
-            put(store, document_id, [random_text(rng) for _ in range(rng.randint(1, 4))])
+            texts[document_id] = [random_text(rng) for _ in range(rng.randint(1, 4))]
+            put(store, document_id, texts[document_id])
             documents = sorted(set(documents) | {document_id})
+        live = [set(text.split()) for chunks in texts.values() for text in chunks]
+        stats = store.term_statistics(" ".join(WORDS))  # document frequencies: from whatever layout, the live truth
+        assert (stats.chunks, stats.frequencies) == (len(live), {w: sum(w in t for t in live) for w in WORDS}), step
         for query in queries:
             k = rng.choice([1, 3, 50])
             assert searched(store, query, k) == rebuilt_search(store, query, k), (step, query)

@@ -19,6 +19,8 @@ citations) are calibrated alike:
                           or its citations' headings; 0 when none is asked
     asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
+    missing_name_rarity   how rare, in the whole knowledge base, the rarest name of the question
+                          the cited chunks lack is: 1 when no chunk holds it (evidence.py)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
 splits of eval/gitdoc, eval/microtype and examples/questions.jsonl (never on the test
@@ -50,8 +52,9 @@ from dataclasses import astuple, dataclass, fields
 import numpy as np
 
 from ..embedders.base import Embedder
-from ..models import Answer, CitationCheck, Hit
-from .lexical import content_terms, overlap
+from ..models import Answer, CitationCheck, Hit, TermStatistics
+from .evidence import missing_name_rarity
+from .lexical import chunk_text, cited_hits, content_terms, overlap
 
 MAX_MISSING_TERMS = 3
 # An identifier: a flag (--force, -x), a TeX command (\textls), a dotted or key=value name
@@ -82,6 +85,7 @@ class ConfidenceFeatures:
     identifiers_in_answer: float
     asks_identifier: float
     keyword_rank: float
+    missing_name_rarity: float
 
     def vector(self) -> tuple[float, ...]:
         return astuple(self)
@@ -104,11 +108,11 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-25 on this branch merged with refanswer a136179 (its sentence selection and
-# reference chunking change the answers the features are measured on): 104 dev questions.
-P_CORRECT = LogisticModel(-9.935, (2.9729, 1.3687, 3.9106, 4.181, 1.7147, 0.4233, -0.6291, 1.2602, 0.0384, -1.2002, 1.4449))
-P_ANSWERABLE = LogisticModel(-10.3262, (2.6185, 1.3283, 3.5219, 8.8151, 2.4096, 0.2039, -0.0677, -0.3231, 0.5212, -1.5548, 0.8828))
-ABSTAIN_BELOW = 0.5037
+# Fitted on 2026-11-27 (abstain15: missing_name_rarity added) on 104 dev questions,
+# knowledge bases built from main f28a348 (the merged reference chunking).
+P_CORRECT = LogisticModel(-8.4107, (2.7531, 1.8304, 3.1696, 3.2531, 1.3542, 0.4142, -0.7534, 1.7251, -0.4463, -0.7423, 1.3526, -2.0132))
+P_ANSWERABLE = LogisticModel(-8.0268, (2.3314, 1.3334, 2.4112, 7.575, 1.7515, 0.2156, -0.1163, 0.5825, -0.369, -0.7946, 0.4978, -2.9395))
+ABSTAIN_BELOW = 0.514
 
 
 @dataclass(frozen=True)
@@ -124,33 +128,34 @@ def asked_identifiers(question: str) -> set[str]:
     return {m.group().lower() for m in _IDENTIFIER.finditer(question)}
 
 
-def _chunk_text(hit: Hit) -> str:
-    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
-
-
 def _vector_scores(hits: Sequence[Hit]) -> list[float]:
     return sorted((h.vector_score or 0.0 for h in hits), reverse=True)
 
 
-def answer_features(question: str, answer: Answer, question_vector: np.ndarray, embedder: Embedder) -> ConfidenceFeatures:
-    """The features of `answer` (its citations and the hits it drew on) for `question`.
+def answer_features(
+    question: str, answer: Answer, question_vector: np.ndarray, embedder: Embedder, stats: TermStatistics
+) -> ConfidenceFeatures:
+    """The features of `answer` (its citations and the hits it drew on) for `question`;
+    `stats` is the knowledge base's `term_statistics(question)`.
 
     An abstention has no text or citations: its answer-side features are 0, and what
-    the retrieved chunks say about the question still counts.
+    the retrieved chunks and the knowledge base say about the question still counts.
     """
+    rarity = missing_name_rarity(question, answer, stats)
     hits = list(answer.hits)
     scores = _vector_scores(hits)
     top = scores[0] if scores else 0.0
     second = scores[1] if len(scores) > 1 else 0.0
     terms = content_terms(question)
-    source_terms = content_terms(" ".join(_chunk_text(h) for h in hits))
+    source_terms = content_terms(" ".join(chunk_text(h) for h in hits))
     in_sources = len(terms & source_terms) / len(terms) if terms else 0.0
     missing = float(min(len(terms - source_terms), MAX_MISSING_TERMS))
     asks = 1.0 if asked_identifiers(question) else 0.0
     if answer.abstained or not answer.citations:
-        return ConfidenceFeatures(top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0)
-    by_chunk = {h.chunk.id: h for h in hits}
-    cited = [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]
+        return ConfidenceFeatures(
+            top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, rarity
+        )
+    cited = cited_hits(answer)
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
     identifiers = asked_identifiers(question)
     lowered = answer_text.lower()
@@ -163,11 +168,12 @@ def answer_features(question: str, answer: Answer, question_vector: np.ndarray, 
         answer_similarity=float(similarity),
         terms_in_sources=in_sources,
         missing_terms=missing,
-        terms_in_cited=overlap(terms, " ".join(_chunk_text(h) for h in cited)),
+        terms_in_cited=overlap(terms, " ".join(chunk_text(h) for h in cited)),
         terms_in_answer=overlap(terms, answer_text),
         identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
         asks_identifier=asks,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
+        missing_name_rarity=rarity,
     )
 
 

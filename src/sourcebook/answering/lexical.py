@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ..models import Answer, Hit
 from ..stopwords import STOPWORDS
 
 _WORD = re.compile(r"[^\W_]+(?:[.'-][^\W_]+)*", re.UNICODE)
@@ -40,3 +41,14 @@ def overlap(question_terms: set[str], passage: str) -> float:
     if not question_terms:
         return 0.0
     return len(question_terms & content_terms(passage)) / len(question_terms)
+
+
+def chunk_text(hit: Hit) -> str:
+    """A hit's words as a reader of its citation sees them: headings, document title and text."""
+    return " ".join((*hit.chunk.heading_path, hit.chunk.title, hit.chunk.text))
+
+
+def cited_hits(answer: Answer) -> list[Hit]:
+    """The hits `answer` cites, in citation order (a citation of a chunk it did not retrieve is skipped)."""
+    by_chunk = {h.chunk.id: h for h in answer.hits}
+    return [by_chunk[c.chunk_id] for c in answer.citations if c.chunk_id in by_chunk]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,9 +30,9 @@ from ..models import Answer, CitationCheck, Hit
 from ..related import you_may_also_read
 from ..retrieval import Retriever, SearchOptions
 from ..settings import AnswerMode, Settings
-from ..stores.base import DocumentStore
+from ..stores.base import DocumentStore, SearchStore
 from .citations import CitationChecker, cited_numbers
-from .confidence import ABSTAIN_BELOW, answer_features, calibrate, quotes_what_was_asked
+from .confidence import ABSTAIN_BELOW, ConfidenceFeatures, answer_features, calibrate, quotes_what_was_asked
 from .extractive import ABSTENTION_TEXT, ExtractiveAnswerer, ExtractiveConfig
 from .followups import Answerable, llm_follow_ups, names_subject, offline_follow_ups
 from .fullcontext import full_context_sources
@@ -59,6 +59,10 @@ class Question:
     history: tuple[Message, ...] = ()
 
 
+class AnswerStore(DocumentStore, SearchStore, Protocol):
+    """What the answerer reads: the documents in scope (full-context sources) and term statistics."""
+
+
 class UsageLog:
     """The LLM calls behind one answer: per call, and totals."""
 
@@ -83,7 +87,7 @@ class Answerer:
     """Answers questions over one store; with `generator` None, answers are extractive."""
 
     def __init__(
-        self, store: DocumentStore, retriever: Retriever, embedder: Embedder, settings: Settings, generator: Generator | None
+        self, store: AnswerStore, retriever: Retriever, embedder: Embedder, settings: Settings, generator: Generator | None
     ) -> None:
         self._store = store
         self._retriever = retriever
@@ -132,12 +136,17 @@ class Answerer:
     ) -> Answer:
         """`answer` with its calibrated confidence; with `gate`, an abstention when the documents
         probably hold no answer (an LLM's answer passed that gate as the extractive one before it)."""
-        features = answer_features(query, answer, vector, self._embedder)
+        features = self.confidence_features(query, answer, vector)
         calibrated = calibrate(features, check)
         threshold = ABSTAIN_BELOW if self._settings.answer_min_answerable is None else self._settings.answer_min_answerable
         if gate and not answer.abstained and calibrated.p_answerable < threshold and not quotes_what_was_asked(features):
             answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
         return replace(answer, confidence=round(calibrated.p_correct, 4))
+
+    def confidence_features(self, query: str, answer: Answer, vector: np.ndarray) -> ConfidenceFeatures:
+        """What `answer`'s calibrated confidence is computed from (bench/calibrate_answers.py fits on
+        these): the answer, its retrieved chunks and how common the query's terms are in the store."""
+        return answer_features(query, answer, vector, self._embedder, self._store.term_statistics(query))
 
     def _generate(
         self, question: Question, hits: list[Hit], vector: np.ndarray, usage: UsageLog, stream: bool, generator: Generator

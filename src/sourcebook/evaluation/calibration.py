@@ -86,3 +86,15 @@ def choose_threshold(
         if false_rate <= max_false_abstention:
             best = Threshold(round(float(value), 4), float(abstains[~gold].mean()), false_rate)
     return best
+
+
+def leave_one_out(rows: Sequence[Sequence[float]], labels: Sequence[bool], l2: float = 1.0) -> list[float]:
+    """Each row's probability under a model fitted without it: what a fit on this data can be
+    expected to do on a question it has not seen. In-sample figures flatter a model with more
+    features; these do not, so they are what decides whether a feature is kept."""
+    predicted = []
+    for i in range(len(rows)):
+        others = [j for j in range(len(rows)) if j != i]
+        model = fit_logistic([rows[j] for j in others], [labels[j] for j in others], l2)
+        predicted.append(model.probability(rows[i]))
+    return predicted

@@ -36,7 +36,7 @@ ties break on the chunk seq (rows are in seq order across segments).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING
@@ -166,20 +166,14 @@ class KeywordIndex:
         average_length = self.live_length / self.live_count
         # BM25's tf part, tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl)), in fewer passes
         constant, per_length = k1 * (1 - b), k1 * b / average_length
-        parts = ((self.base, self.base_live, 0), (self.delta, self.delta_live, self.base.size))
         rows: list[np.ndarray] = []
         contributions: list[np.ndarray] = []
         for term_id in dict.fromkeys(term_ids):
             term_rows, frequencies, lengths = [], [], []
-            for segment, live, first_row in parts:
-                found, counts = segment.postings(term_id)
-                if live is not None and len(found):
-                    keep = live[found]
-                    found, counts = found[keep], counts[keep]
-                if len(found):
-                    term_rows.append(found + first_row if first_row else found)
-                    frequencies.append(counts)
-                    lengths.append(segment.lengths[found])
+            for segment, first_row, found, counts in self._live_postings(term_id):
+                term_rows.append(found + first_row if first_row else found)
+                frequencies.append(counts)
+                lengths.append(segment.lengths[found])
             document_frequency = sum(len(r) for r in term_rows)
             if not document_frequency:
                 continue
@@ -205,6 +199,25 @@ class KeywordIndex:
             candidates = candidates[scores[candidates] >= kth_score]
         ranked = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
         return list(zip(self._chunk_ids(ranked), scores[ranked].tolist()))
+
+    def document_frequencies(self, term_ids: Sequence[int]) -> list[int]:
+        """How many live chunks hold each of `term_ids` (BM25's n, as `search` counts it).
+
+        The answerer asks this to tell a question about something the documents never name
+        from one retrieval merely ranked badly; it costs one postings lookup per term."""
+        return [sum(len(found) for *_, found, _ in self._live_postings(term_id)) for term_id in term_ids]
+
+    def _live_postings(self, term_id: int) -> Iterator[tuple[Segment, int, np.ndarray, np.ndarray]]:
+        """Per segment holding live postings of `term_id`: (the segment, its first row number
+        across both segments, the live rows within it, their term counts)."""
+        parts = ((self.base, self.base_live, 0), (self.delta, self.delta_live, self.base.size))
+        for segment, live, first_row in parts:
+            found, counts = segment.postings(term_id)
+            if live is not None and len(found):
+                keep = live[found]
+                found, counts = found[keep], counts[keep]
+            if len(found):
+                yield segment, first_row, found, counts
 
     def _allowed_rows(self, rows: np.ndarray, allowed_documents: list[str]) -> np.ndarray:
         """Which of `rows` (ascending) belong to one of the allowed documents."""

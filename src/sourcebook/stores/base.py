@@ -17,7 +17,7 @@ import numpy as np
 
 from ..apikeys import KeyStore
 from ..graph.models import DocumentGraph, EntityRecord, RelationRecord
-from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk
+from ..models import Chunk, DocumentRecord, DocumentStatus, ScoredId, SearchFilter, StoredChunk, TermStatistics
 from ..usage import UsageTally
 
 ChunkBatch = tuple[Sequence[Chunk], np.ndarray, Sequence[np.ndarray] | None]
@@ -176,6 +176,11 @@ class SearchStore(Protocol):
 
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """BM25 over prefix + text. Any-term (OR) matching; empty list for a query with no terms."""
+
+    def term_statistics(self, query: str) -> TermStatistics:
+        """The live chunk count and, for each of the query's keyword terms (as `keyword_search`
+        analyses them), how many live chunks hold it: over the whole tenant, whatever a search's
+        filters, because it asks whether the knowledge base names a thing at all (answering/evidence.py)."""
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilter) -> list[ScoredId]:
         """Cosine similarity of `vector` (normalised) against the chunks passing `filters`; a

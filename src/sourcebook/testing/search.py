@@ -90,6 +90,21 @@ class SearchStoreSuite(StoreFixtures):
     def test_query_syntax_is_inert(self, corpus: Store, query: str) -> None:
         assert "rare#0" in ids(corpus.keyword_search(query, 10, EVERYTHING))
 
+    # Term statistics (knowledge-base-level evidence for the answerer) --------------------------
+    def test_term_statistics_count_the_live_chunks_holding_each_query_term(self, corpus: Store) -> None:
+        stats = corpus.term_statistics("Is the aardvark running, or the unicorn? Zoology sat")
+        assert stats.chunks == 7
+        # analysed as keyword_search does: stopwords dropped, Porter stems, query order; title and heading count
+        assert stats.frequencies == {"aardvark": 1, "run": 1, "unicorn": 0, "zoologi": 2, "sat": 5}
+        assert corpus.term_statistics("?!").frequencies == {}
+        corpus.delete_document("rare")
+        after = corpus.term_statistics("aardvark sat")
+        assert (after.chunks, after.frequencies) == (5, {"aardvark": 0, "sat": 4})
+
+    def test_term_statistics_of_an_empty_store(self, store: Store) -> None:
+        stats = store.term_statistics("aardvark")
+        assert (stats.chunks, stats.frequencies) == (0, {"aardvark": 0})
+
     # Vector search ----------------------------------------------------------------------------
     def test_vector_search_orders_by_cosine(self, store: Store) -> None:
         add_document(store, "d1", ["x", "y", "z"], vectors=[unit(1.0), unit(1.0, 1.0), unit(0.0, 1.0)])

@@ -76,6 +76,14 @@ class TenancySuite(StoreFixtures):
             assert found, f"{tenant.tenant} found nothing in {mode} mode"
             assert {hit.chunk_id.split("#")[0] for hit in found} == {f"{tenant.tenant}-doc"}
 
+    def test_term_statistics_count_only_the_tenants_chunks(self, tenants: tuple[Store, Store]) -> None:
+        acme, globex = tenants
+        add_document(acme, "acme-extra", ["an aardvark"])
+        assert (acme.term_statistics("aardvark words").chunks, acme.term_statistics("aardvark words").frequencies) == (
+            3, {"aardvark": 1, "word": 2})
+        assert (globex.term_statistics("aardvark words").chunks, globex.term_statistics("aardvark words").frequencies) == (
+            2, {"aardvark": 0, "word": 2})
+
     @pytest.mark.parametrize("mode", ["keyword", "vector"])
     def test_a_filter_naming_another_tenants_document_finds_nothing(self, tenants: tuple[Store, Store], mode: str) -> None:
         acme, _ = tenants

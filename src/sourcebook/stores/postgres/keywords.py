@@ -8,7 +8,7 @@ no shared statistics row serialises writers.
 
 from __future__ import annotations
 
-from ...models import ScoredId, SearchFilter
+from ...models import ScoredId, SearchFilter, TermStatistics
 from ..bm25 import B, K1, query_terms
 from ..common import check_k
 from ..sql.base import SharedSql
@@ -28,6 +28,18 @@ class PostgresKeywords(SharedSql):
         with self._read() as conn:
             rows = conn.execute(keyword_sql(where), (terms, *params, k)).fetchall()
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
+
+    def term_statistics(self, query: str) -> TermStatistics:
+        """The tenant's live chunk count and each query term's document frequency (row-level
+        security scopes both counts to the tenant, as in `keyword_sql`)."""
+        terms = query_terms(query)
+        with self._read() as conn:
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            rows = conn.execute(
+                "SELECT term, count(*) FROM chunk_terms WHERE term = ANY(%s) GROUP BY term", (terms,)
+            ).fetchall() if terms else []
+        counts = {term: int(n) for term, n in rows}
+        return TermStatistics(int(chunks), {t: counts.get(t, 0) for t in terms})
 
 
 def keyword_sql(where: str) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...index.keywords import DocumentTable, KeywordIndex
 from ...index.segments import ChunkRow, Segment, SegmentFileError, load, save
-from ...models import ScoredId, SearchFilter
+from ...models import ScoredId, SearchFilter, TermStatistics
 from ..bm25 import B, K1, query_terms
 from ..common import check_k
 from ..sql.base import SharedSql
@@ -72,6 +72,18 @@ class SQLiteKeywords(SharedSql):
             return []
         hits = index.search(term_ids, k, allowed, K1, B)
         return [ScoredId(chunk_id, rank, score) for rank, (chunk_id, score) in enumerate(hits, 1)]
+
+    def term_statistics(self, query: str) -> TermStatistics:
+        """The tenant's live chunk count and each query term's document frequency, read from the
+        caught-up index (the postings `keyword_search` scores with), never from the vocabulary
+        table alone: that table is shared by every tenant of the file."""
+        terms = query_terms(query)
+        with self._keyword_lock, self._read() as conn:
+            index = self._keywords = caught_up(conn, self._keywords, self.tenant, self._keyword_file())
+            ids = _term_id_map(conn, terms)
+        known = [t for t in terms if t in ids]
+        counts = dict(zip(known, index.document_frequencies([ids[t] for t in known]), strict=True))
+        return TermStatistics(index.live_count, {t: counts.get(t, 0) for t in terms})
 
     def _keyword_file(self) -> Path | None:
         """Where this tenant's base segment is saved; None for an in-memory database."""
@@ -130,11 +142,16 @@ def _rows_after(conn: sqlite3.Connection, tenant: str, seq: int) -> Iterator[lis
 
 def _term_ids(conn: sqlite3.Connection, terms: list[str]) -> list[int]:
     """Vocabulary ids of the query's terms that some chunk holds, in query order."""
-    if not terms:
-        return []
-    found = dict(conn.execute("SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                              (json.dumps(terms),)))
+    found = _term_id_map(conn, terms)
     return [found[t] for t in terms if t in found]
+
+
+def _term_id_map(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    """Vocabulary id of each of `terms` the vocabulary holds (of any tenant)."""
+    if not terms:
+        return {}
+    return dict(conn.execute("SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+                             (json.dumps(terms),)))
 
 
 def _description(mark: ChangeMark, tenant: str, index: KeywordIndex) -> dict[str, object]:

@@ -1,0 +1,87 @@
+"""Knowledge-base-level evidence that a question can be answered: does the knowledge base name what it asks about at all.
+
+The other confidence features (confidence.py) see only the retrieved chunks. A question on
+topic but outside the documents ("How do I enable microtype on Overleaf?" over the microtype
+manual) retrieves chunks that share most of its words, and nothing in them says whether the one
+word they lack is absent from every document or merely from these five. The keyword index
+knows: `SearchStore.term_statistics` gives each question term's document frequency over the
+whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter stems).
+
+    missing_name_rarity    the rarest thing the question names (an acronym, a capitalised word inside
+                           a sentence, an inner-capital or letters-and-digits word) that the chunks the
+                           answer cites do not write as a name: its document frequency as a rarity in
+                           [0, 1] (`TermStatistics.rarity`), 1 when no chunk holds it at all; 0 when
+                           every name is cited or the question names nothing
+
+Rarity rather than a count, because a question also names the subject of the whole knowledge
+base ("Git" over the Git pages), which a cited option entry need not repeat: a name most chunks hold
+says little by its absence from the citation, a name no chunk holds says the most. Measured
+and not kept (bench/calibrate_answers.py --leave-one-out on the dev questions, README): the share
+of the question's terms the knowledge base holds (it adds nothing beyond this, and penalises
+paraphrase in a small knowledge base, where ordinary words are absent by chance), whether a
+name is absent from the knowledge base, the share of names absent from the citation (both
+subsumed), and the rarity of the question's terms the retrieved chunks lack.
+
+Names are found by their shape, not by a list: a user names products, platforms and tools
+with capitals ("Windows", "LFS", "Overleaf", "ConTeXt"), and a manual about something else
+tends to use the same letters, if at all, as a plain word ("windows" of a pager, "context").
+Requiring a name to be written with a capital in the cited chunks keeps that distinction,
+which the lower-cased keyword index loses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..models import Answer, TermStatistics
+from ..stopwords import STOPWORDS
+from ..stores.bm25 import query_terms
+from .lexical import chunk_text, cited_hits
+
+_WORD = re.compile(r"\w+")
+# The end of a sentence: the next word is capitalised by grammar, not because it is a name.
+_SENTENCE_END = re.compile(r"[.!?:]\s*$")
+
+
+def question_names(question: str) -> list[str]:
+    """The words of `question` shaped like names, as written: all capitals (two letters or more),
+    a capital after the first letter (GitHub, macOS), letters run into digits (utf8), or a
+    capitalised word that does not open a sentence. Stopwords are never names ("IT", "US")."""
+    names = []
+    for match in _WORD.finditer(question):
+        word = match.group()
+        if word.lower() in STOPWORDS or not word[:1].isalpha():
+            continue
+        opens_sentence = not question[: match.start()].strip() or bool(_SENTENCE_END.search(question[: match.start()]))
+        shaped = (
+            (len(word) > 1 and word.isupper())
+            or any(c.isupper() for c in word[1:])
+            or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
+            or (word[0].isupper() and not opens_sentence)
+        )
+        if shaped:
+            names.append(word)
+    return list(dict.fromkeys(names))
+
+
+def _written(name: str, texts: Iterable[str]) -> bool:
+    """`name` occurs as a whole word in one of `texts`, with a capital somewhere if `name` has one.
+
+    Not the exact case: PDF text writes TeX logos in small capitals ("pdfTEX" for pdfTeX) and a
+    heading may be in capitals; but "context" or "windows" in lower case is a plain word, not
+    the name ConTeXt or Windows."""
+    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+    capitalised = name != name.lower()
+    return any(
+        not capitalised or match.group() != match.group().lower()
+        for text in texts for match in pattern.finditer(text)
+    )
+
+
+def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) -> float:
+    """The `missing_name_rarity` of `answer` to `question`, from `stats` (the knowledge base's
+    `term_statistics(question)`); an answer citing nothing lacks every name."""
+    cited = [chunk_text(hit) for hit in cited_hits(answer)]
+    uncited = [name for name in question_names(question) if not _written(name, cited)]
+    return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
