@@ -45,7 +45,7 @@ def test_the_bundled_model_pools_spans(embedder):
 
 
 def test_windows_cost_no_model_run_of_their_own(embedder, monkeypatch):
-    sessions = [CountingSession(each) for each in embedder._sessions]  # the runs go to whichever is idle
+    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]  # a run takes whichever slot is idle
     idle = queue.SimpleQueue()
     for each in sessions:
         idle.put(each)

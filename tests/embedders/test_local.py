@@ -6,6 +6,8 @@ sentence-transformers (PyTorch) from the same bundled weights.
 """
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -165,3 +167,40 @@ def test_a_long_text_keeps_memory_small(call):
 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
     assert float(done.stdout.split()[-1]) < 60
+
+
+def test_parallel_runs_share_one_session(monkeypatch):
+    """Two batches run at once on one onnxruntime session, so the weights are loaded once (a
+    session per run cost about 130 MB more peak at fp32, bench/embedding_sessions.py)."""
+    created: list[object] = []
+    real = ort.InferenceSession
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            created.append(self)
+
+    monkeypatch.setattr(ort, "InferenceSession", Counted)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    embedder = LocalEmbedder()
+    assert len(created) == 1
+    in_flight, most = 0, 0
+    lock = threading.Lock()
+    run = created[0].run
+
+    def counting_run(*args, **kwargs):
+        nonlocal in_flight, most
+        with lock:
+            in_flight += 1
+            most = max(most, in_flight)
+        try:
+            return run(*args, **kwargs)
+        finally:
+            with lock:
+                in_flight -= 1
+
+    monkeypatch.setattr(created[0], "run", counting_run)
+    texts = [f"sentence number {i} " * (1 + i % 20) for i in range(96)]
+    vectors = embedder.embed_documents(texts)
+    assert most == 2  # two batches at once, on the one session
+    assert np.allclose(vectors[5], embedder.embed_documents([texts[5]])[0], atol=1e-5)

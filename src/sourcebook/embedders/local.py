@@ -46,8 +46,8 @@ that the encodings alive at once stay a few MB."""
 _SEGMENT_CHARS = 8192
 """Longest text tokenized whole when counting (a chunk is far shorter); when embedding, a
 text's first `_SEGMENT_CHARS` are all that is tokenized (far above the model's limit)."""
-_PARALLEL_SESSIONS = 2
-"""Sessions running batches at once when `threads` is 0 (each gets half the cores)."""
+_PARALLEL_RUNS = 2
+"""Batches run at once on the one session when `threads` is 0 (each run on half the cores)."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 PRECISIONS = ("int8", "fp32")
 DEFAULT_PRECISION = "fp32"
@@ -206,29 +206,34 @@ class LocalEmbedder:
         self._tokenizer.no_truncation()
         self._specials = self._tokenizer.num_special_tokens_to_add(is_pair=False)
         self.max_tokens = files.max_tokens - self._specials
-        # threads=0: two sessions, each with half the cores, run two batches at once (measured
-        # 1.33-1.38x one session with a thread per core on 2 cores, bench/embedding_precision.py
-        # threads); an explicit `threads` is one session with that many.
+        # threads=0: two batches run at once, each on half the cores (1.5-1.6x one run with a
+        # thread per core on 2 cores, bench/embedding_precision.py threads); an explicit
+        # `threads` is one run at a time with that many. The runs share one session (its Run is
+        # thread-safe): the same speed and vectors as a session per run, without a second copy
+        # of the weights and arena (about 130 MB less peak at fp32, bench/embedding_sessions.py).
         cores = os.cpu_count() or 1
-        sessions = 1 if threads or cores < 2 else _PARALLEL_SESSIONS
+        self._runs = 1 if threads or cores < 2 else _PARALLEL_RUNS
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or max(cores // sessions, 1)
+        options.intra_op_num_threads = threads or max(cores // self._runs, 1)
+        # Memory patterns are planned per input shape and serialise concurrent runs of one
+        # session on that plan; off, the shared session ran as fast as a session per run.
+        options.enable_mem_pattern = False
         try:
             if files.onnx is not None:
                 source: bytes | str = str(files.onnx)
             else:
                 assert files.bert_dir is not None
                 source = _bert_graph(files.bert_dir, precision)
-            self._sessions = [ort.InferenceSession(source, options, providers=["CPUExecutionProvider"]) for _ in range(sessions)]
+            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         except EmbeddingError:
             raise
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
-        self._session = self._sessions[0]
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        for each in self._sessions:
-            self._idle.put(each)
+        """A slot per run allowed at once; each slot hands out the session to run on."""
+        for _ in range(self._runs):
+            self._idle.put(self._session)
         self._input_names = {i.name for i in self._session.get_inputs()}
         # Concurrent queries share model runs, except where batching would move a vector (int8).
         self._queries = QueryCoalescer(self._idle, self._forward, max_batch=1 if quantized else _QUERY_BATCH)
@@ -277,7 +282,7 @@ class LocalEmbedder:
 
     def _forward(self, rows: Sequence[list[int]], session: Any | None = None) -> np.ndarray:
         """Unit-length pooled vectors of token rows (one batch, right-padded to its longest),
-        run on `session` or else on whichever session is idle."""
+        run on `session` or else in whichever run slot is idle."""
         ids, mask = padded(rows)
         hidden = self._hidden(ids, mask, session)
         if self._pooling == "cls":
@@ -290,7 +295,7 @@ class LocalEmbedder:
 
     def _hidden(self, ids: np.ndarray, mask: np.ndarray, session: Any | None = None) -> np.ndarray:
         """The model's token-level output for a padded batch, run on `session` (which the caller
-        holds) or else on whichever session is idle."""
+        holds) or else in whichever run slot is idle."""
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -310,10 +315,10 @@ class LocalEmbedder:
             rows = self._token_rows(texts)
         out: np.ndarray | None = None
         batches = list(self._batches([len(row) for row in rows]))
-        with stage("model"), ThreadPoolExecutor(len(self._sessions), thread_name_prefix="sourcebook-model") as pool:
-            # At most one batch per session in flight: memory stays bounded by the batch budget.
-            running = {pool.submit(self._forward, [rows[i] for i in batch]): batch for batch in batches[: len(self._sessions)]}
-            waiting = iter(batches[len(self._sessions) :])
+        with stage("model"), ThreadPoolExecutor(self._runs, thread_name_prefix="sourcebook-model") as pool:
+            # At most one batch per run slot in flight: memory stays bounded by the batch budget.
+            running = {pool.submit(self._forward, [rows[i] for i in batch]): batch for batch in batches[: self._runs]}
+            waiting = iter(batches[self._runs :])
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
