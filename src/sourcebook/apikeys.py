@@ -118,6 +118,11 @@ def make_grants(role: str, collections: list[str] | tuple[str, ...] = ()) -> dic
 class KeyStore(Protocol):
     """Where API keys live. Implementations pass sourcebook.testing.KeyStoreSuite."""
 
+    authenticates_locally: bool
+    """True when `authenticate` is a local indexed read that never waits on a network or a write
+    lock, so the server may call it on its event loop (server/context.py); False sends it to a
+    worker thread."""
+
     def create(self, name: str, tenant: str, grants: Mapping[str, Role]) -> NewKey:
         """A new key for `tenant`; raises InvalidTenantError or InvalidGrantError for bad input."""
 

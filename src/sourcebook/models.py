@@ -199,7 +199,6 @@ class TermStatistics:
         return math.log((self.chunks + 0.5) / (count + 0.5)) / math.log((self.chunks + 0.5) / 0.5)
 
 
-
 @dataclass(frozen=True)
 class Hit:
     """A search result: a chunk, its fused score, and how each retriever ranked it."""

@@ -16,7 +16,6 @@ from ..jobs import IngestionRunner, IngestJob
 from ..jobs.base import UPLOAD_MISSING
 from ..kb import KnowledgeBase
 from ..models import DocumentStatus
-from ..stores.sqlite.keys import SQLiteKeyStore
 from ..watching import Watchers
 from .auth import Principal, authenticate
 from .config import ServerSettings
@@ -112,12 +111,12 @@ async def get_call(request: Request) -> Call:
     """The caller and their tenant's knowledge base (401, 403 or 429 otherwise).
 
     A sync dependency would cost every request a trip to a worker thread and back (a queue hand-off
-    and two GIL switches under load). With the API keys in the server's SQLite file the lookup is
-    one indexed read on a connection of its own and finding the tenant's view takes no write lock,
-    so it runs here, on the event loop; another key store (Postgres: a network round trip) is
+    and two GIL switches under load). A key store that `authenticates_locally` (the server's SQLite
+    file: one indexed read on a connection of its own) is asked here, on the event loop, and
+    finding the tenant's view takes no write lock; another (Postgres: a network round trip) is
     asked from a worker thread."""
     service = get_service(request)
-    if isinstance(service.keys, SQLiteKeyStore):
+    if getattr(service.keys, "authenticates_locally", False):
         return _authenticated_call(request, service)
     return await run_in_threadpool(_authenticated_call, request, service)
 

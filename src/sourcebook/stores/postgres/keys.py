@@ -25,6 +25,8 @@ _COLUMNS = "id, prefix, name, tenant, grants, created_at, revoked_at"
 class PostgresKeyStore:
     """The `KeyStore` protocol on a Sourcebook Postgres database."""
 
+    authenticates_locally = False  # a network round trip
+
     def __init__(self, store: PostgresStore, *, close_store: bool = False) -> None:
         """`close_store`: `close` closes the document store too (a key store opened on its own)."""
         self._store = store

@@ -25,6 +25,8 @@ _COLUMNS = "id, prefix, name, tenant, grants, created_at, revoked_at"
 class SQLiteKeyStore:
     """The `KeyStore` protocol on a Sourcebook SQLite file."""
 
+    authenticates_locally = True  # one indexed read on a connection of its own
+
     def __init__(self, path: str) -> None:
         connect(path)[0].close()  # creates or migrates the file, refuses a foreign one
         self.path = path
