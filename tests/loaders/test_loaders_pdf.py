@@ -187,11 +187,11 @@ def test_a_damaged_page_does_not_lose_the_others(
     real = pdf_module.page_lines
     calls: list[int] = []
 
-    def flaky(page: Any) -> list[TextLine]:
+    def flaky(page: Any, reader: Any = None) -> list[TextLine]:
         calls.append(1)
         if len(calls) == 2:
             raise KeyError("/Contents")
-        return real(page)
+        return real(page, reader)
 
     monkeypatch.setattr(pdf_module, "page_lines", flaky)
     doc = load(make_pdf([["One."], ["Two."], ["Three."]]), "flaky.pdf")

@@ -8,6 +8,8 @@ a jump to a new column, a bullet, or after a short line that ends a sentence.
 Short paragraphs set larger than the body text become headings (the largest
 size is level 1), which gives PDF chunks section paths like other formats, and
 running headers and footers are dropped so they do not repeat in every chunk.
+Names set in the left margin beside an entry (LaTeX manuals' options and commands) are cut
+out of their lines and open a reference entry for the text they sit beside (`pdf_margins.py`).
 Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`).
 Pages with no text layer (scans) are rendered and read by OCR when the ``ocr`` extra is
 installed (`ocr.py`); their lines join into paragraphs as a text page's do.
@@ -22,8 +24,8 @@ import logging
 import re
 import warnings
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Container, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pypdf import PageObject, PasswordType, PdfReader
@@ -32,7 +34,9 @@ from pypdf.errors import DependencyError, PdfReadWarning
 from ..errors import EmptyDocumentError, LoaderError, MissingExtraError
 from ..models import ParsedDocument
 from .ocr import OCR_EXTRA, OcrPage, ocr_metadata, pdf_page_images, read_image, require_engine
+from .pdf_margins import MarginNote, cut_note, find_notes, may_have_notes, on_baseline
 from .pdf_tables import PageTable, attach_captions, find_tables, split_at_tables
+from .reference import entry_term
 from .tables import add_table
 from .text import DocumentBuilder, clean_inline, short_title
 
@@ -48,6 +52,7 @@ _BULLETS = tuple("•◦▪‣●○■□➢✓")
 _SHORT_LINE = 0.7  # of the page's typical line length
 _WIDE_GAP = 1.35  # of the page's usual line spacing
 _SIZE_CHANGE = 0.5  # points
+_LEADING_WORD = 3  # characters that make a line's first fragment more than a drop cap or a bullet
 _HEADING_SCALE = 1.15  # of the body text's size
 _HEADING_MAX_CHARS = 150
 _EDGE_LINES = 2  # lines at each end of a page that may be a running header or footer
@@ -58,23 +63,28 @@ _DIGITS = re.compile(r"\d+")
 
 @dataclass(frozen=True)
 class TextLine:
-    """One extracted line and, when known, its baseline height and font size on the page."""
+    """One extracted line and, when known, its baseline height, font size and the margin notes
+    level with it (cut out of its text)."""
 
     text: str
     y: float | None = None
     size: float | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Paragraph:
-    """A paragraph's text and the font size of its first line (None when unknown)."""
+    """A paragraph's text, the font size of its first line (None when unknown) and the margin
+    notes beside it."""
 
     text: str
     size: float | None = None
+    notes: tuple[str, ...] = ()
 
 
-def page_lines(page: PageObject) -> list[TextLine]:
-    """The page's lines with positions, from pypdf's visitor callback.
+def page_lines(page: PageObject, reader: PdfReader | None = None) -> list[TextLine]:
+    """The page's lines with positions, from pypdf's visitor callback, margin notes cut out of
+    them when `reader` is given and text is shown left of the body column.
 
     The visitor sees exactly the fragments pypdf joins into its text; should the two
     ever differ, the plain text is used without positions rather than lose words.
@@ -82,11 +92,11 @@ def page_lines(page: PageObject) -> list[TextLine]:
     lines: list[TextLine] = []
     parts: list[str] = []
     fragments: list[tuple[float, float, int]] = []  # (baseline y, font size, characters)
+    starts: list[tuple[float, str]] = []  # (x, text) of each fragment
 
     def end_line() -> None:
         y = fragments[0][0] if fragments else None
-        # The font of most characters: a bullet or a bold first word should not decide.
-        size = max(fragments, key=lambda fragment: fragment[2])[1] if fragments else None
+        size = _line_size(fragments)
         lines.append(TextLine("".join(parts), y, size))
         parts.clear()
         fragments.clear()
@@ -97,6 +107,7 @@ def page_lines(page: PageObject) -> list[TextLine]:
                 end_line()
             if piece.strip():
                 y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+                starts.append((tm[4] * cm[0] + tm[5] * cm[2] + cm[4], piece))
                 scale = abs(tm[2] * cm[1] + tm[3] * cm[3]) or 1.0
                 fragments.append((y, round(font_size * scale, 1), len(piece.strip())))
             parts.append(piece)
@@ -105,7 +116,35 @@ def page_lines(page: PageObject) -> list[TextLine]:
     end_line()
     if "\n".join(line.text for line in lines).split() != text.split():
         return [TextLine(line) for line in text.split("\n")]
+    if reader is not None and may_have_notes(starts):
+        return _cut_notes(lines, find_notes(page, reader))
     return lines
+
+
+def _cut_notes(lines: list[TextLine], notes: Sequence[MarginNote]) -> list[TextLine]:
+    """Each line without the margin notes level with it, which it records instead."""
+    result = []
+    for line in lines:
+        kept: list[str] = []
+        text = line.text
+        for note in on_baseline(notes, line.y):
+            cut = cut_note(text, note.text)
+            if cut is not None:
+                text = cut
+                kept.append(note.text)
+        result.append(replace(line, text=text, notes=tuple(kept)) if kept else line)
+    return result
+
+
+def _line_size(fragments: Sequence[tuple[float, float, int]]) -> float | None:
+    """A line's font size from its (y, size, characters) fragments: the font of most characters,
+    so a bullet or a bold first word does not decide, unless the line opens with a word set
+    larger than that (a heading with a smaller note beside it, "3.3 Font expansion  pdfTeX 1.20")."""
+    if not fragments:
+        return None
+    size = max(fragments, key=lambda fragment: fragment[2])[1]
+    _, first, characters = fragments[0]
+    return first if first > size and characters >= _LEADING_WORD else size
 
 
 def ocr_lines(page: OcrPage) -> list[TextLine]:
@@ -140,7 +179,7 @@ def _rejoin_hyphenation(text: str) -> str:
 
 def page_paragraphs(lines: Sequence[TextLine]) -> list[Paragraph]:
     """Group a page's lines into paragraphs (see the module docstring for the cues)."""
-    lines = [TextLine(line.text.strip(), line.y, line.size) for line in lines]  # a copy, stripped
+    lines = [replace(line, text=line.text.strip()) for line in lines]  # a copy, stripped
     lengths = sorted(len(line.text) for line in lines if line.text)
     typical = lengths[int(0.8 * (len(lengths) - 1))] if lengths else 0
     # The tightest spacing between same-size lines is the page's line spacing (a
@@ -166,7 +205,11 @@ def page_paragraphs(lines: Sequence[TextLine]) -> list[Paragraph]:
         else:
             previous = None
     return [
-        Paragraph(clean_inline(_rejoin_hyphenation("\n".join(line.text for line in group))), group[0].size)
+        Paragraph(
+            clean_inline(_rejoin_hyphenation("\n".join(line.text for line in group))),
+            group[0].size,
+            tuple(note for line in group for note in line.notes),
+        )
         for group in groups
         if group
     ]
@@ -226,9 +269,14 @@ def heading_levels(paragraphs: Sequence[Paragraph]) -> dict[float, int]:
     if not weights:
         return {}
     body = weights.most_common(1)[0][0]
-    sizes = {
+    shaped = [
         p.size for p in paragraphs if p.size is not None and p.size >= _HEADING_SCALE * body and _heading_shaped(p.text)
-    }
+    ]
+    # Nothing outranks the document's first heading (its title) but a display set once in
+    # larger type: a type sample, a pull quote. As a level-1 heading it would head every
+    # section after it.
+    uses = Counter(shaped)
+    sizes = {size for size in uses if not (shaped and size > shaped[0] and uses[size] == 1)}
     return {size: min(level, 6) for level, size in enumerate(sorted(sizes, reverse=True), start=1)}
 
 
@@ -276,19 +324,52 @@ def _info(reader: PdfReader) -> dict[str, str]:
 
 
 def build_blocks(paragraphs: Sequence[tuple[int, Paragraph | PageTable]]) -> DocumentBuilder:
-    """Headings, paragraphs and tables, in order, from (page number, item) pairs."""
+    """Headings, paragraphs and tables, in order, from (page number, item) pairs; margin notes
+    open reference entries (`_entry_terms`)."""
     levels = heading_levels([paragraph for _, paragraph in paragraphs if isinstance(paragraph, Paragraph)])
+    heading_at = {
+        index: level
+        for index, (_, item) in enumerate(paragraphs)
+        if isinstance(item, Paragraph)
+        and item.size is not None
+        and (level := levels.get(item.size)) is not None
+        and _heading_shaped(item.text)
+    }
+    terms = _entry_terms([item for _, item in paragraphs], heading_at)
     builder = DocumentBuilder()
-    for number, paragraph in paragraphs:
+    for index, (number, paragraph) in enumerate(paragraphs):
+        if index in terms:
+            builder.entry(entry_term(terms[index]), page=number)
         if isinstance(paragraph, PageTable):
             add_table(builder, paragraph.rows, page=number, lead=paragraph.lead)
-            continue
-        level = levels.get(paragraph.size) if paragraph.size is not None else None
-        if level is not None and _heading_shaped(paragraph.text):
-            builder.heading(level, paragraph.text, page=number)
+        elif index in heading_at:
+            builder.heading(heading_at[index], paragraph.text, page=number)
         else:
             builder.add("paragraph", paragraph.text, page=number)
     return builder
+
+
+def _entry_terms(items: Sequence[Paragraph | PageTable], headings: Container[int]) -> dict[int, list[str]]:
+    """Where entries open, by item index, and their terms: the margin notes beside a paragraph
+    name the entry it opens, which runs to the next entry or heading. Notes beside the paragraph
+    right after an entry's first one join that entry (a manual's "stretch" beside the value
+    line and "shrink" beside the description below it name one entry, as `<dt>`s before one
+    `<dd>` do)."""
+    terms: dict[int, list[str]] = {}
+    opener: int | None = None
+    blocks = 0  # in the entry opened at `opener`
+    for index, item in enumerate(items):
+        if index in headings:
+            opener = None
+            continue
+        notes = item.notes if isinstance(item, Paragraph) else ()
+        if notes and opener is not None and blocks == 1:
+            terms[opener].extend(notes)
+        elif notes:
+            opener, blocks = index, 0
+            terms[index] = list(notes)
+        blocks += 1
+    return terms
 
 
 def _no_text_cause(confidences: dict[int, float | None] | None) -> str:
@@ -312,7 +393,7 @@ class PdfLoader:
         unreadable: list[int] = []
         for number, page in enumerate(reader.pages, start=1):
             try:
-                pages[number] = page_lines(page)
+                pages[number] = page_lines(page, reader)
             except Exception:  # one damaged page should not lose the rest
                 unreadable.append(number)
         confidences = _read_scans(data, pages, source)
