@@ -141,6 +141,21 @@ def test_a_sentence_about_this_command_is_led_by_the_command_named_above_it() ->
     assert stated("It takes three arguments.", signature) == "It takes three arguments."  # no back-reference
 
 
+def test_a_signature_of_arguments_only_takes_the_name_from_the_line_above() -> None:
+    """A PDF's margin note puts the name on a line of its own, above the arguments."""
+    text = ("5.4 Additional kerning\n\n\\SetExtraKerning\n\n[<options>]{<set of fonts>}{<kerning settings>}\n\n"
+            "With this command, you can fine tune the extra kerning.")
+    signature = chunk(("Manual", "5.4 Additional kerning"), text)
+    assert stated("With this command, you can fine tune the extra kerning.", signature) == (
+        "\\SetExtraKerning: With this command, you can fine tune the extra kerning."
+    )
+
+
+def test_a_tex_macro_heading_is_an_entry_term() -> None:
+    entry = chunk(("Manual", "6 Context-sensitive setup", "\\microtypecontext"), "This command changes the context.")
+    assert stated("This command changes the context.", entry) == "\\microtypecontext: This command changes the context."
+
+
 def test_a_missing_default_is_looked_for_only_when_asked() -> None:
     wanted = missing_value(Focus.of("What window size does gc use by default?"), ["The window size used by gc."])
     assert wanted is not None and wanted("This defaults to 250.") and not wanted("It is used by gc.")

@@ -36,6 +36,7 @@ _NAME = re.compile(r"\\[A-Za-z@]+\*?|--?[A-Za-z][\w-]*|\b[A-Za-z_]\w*(?:[._]\w+)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _TABLE_RULE = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
 _SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
+_SIGNATURE_LINES = 2  # the name, then its arguments
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
 IDENTIFIER_BONUS = 0.10
@@ -75,11 +76,12 @@ def entry_term(chunk: StoredChunk) -> str | None:
 
 def looks_like_term(heading: str) -> bool:
     """A heading made of names only: `-n, --dry-run`, `core.autocrlf`, `max_connections (integer)`,
-    `<refspec>`, `json.dumps()`; not a title such as "git-push(1) Manual Page" or "3.1. Settings"."""
+    `<refspec>`, `json.dumps()`, `\\microtypesetup` (a TeX macro: PDF manuals' margin names);
+    not a title such as "git-push(1) Manual Page" or "3.1. Settings"."""
     names = [TYPE_NOTE.sub("", part).strip() for part in heading.split(",")]
     return all(
         name and " " not in name
-        and (name.startswith(("-", "<")) or name.endswith("()") or bool(identifiers(name)) or _LOWER_NAME.fullmatch(name))
+        and (name.startswith(("-", "<", "\\")) or name.endswith("()") or bool(identifiers(name)) or _LOWER_NAME.fullmatch(name))
         for name in names
     )
 
@@ -126,15 +128,20 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
 def referent(sentence: str, text: str) -> str | None:
     """The name "this command" (option, macro, function...) in `sentence` refers to: the name set
     on its own just before it in `text`, as manuals print a signature line above its description
-    (`\\SetProtrusion[options]{fonts}{settings}`, then "Using this command, you can...")."""
+    (`\\SetProtrusion[options]{fonts}{settings}`, then "Using this command, you can..."). A
+    signature of arguments only (`[〈options〉]{〈fonts〉}`) has its name on the line above it, where
+    a PDF's margin note puts it."""
     if not _BACK_REFERENCE.match(sentence) or sentence not in text:
         return None
     before = [part for part in _PARAGRAPH_BREAK.split(text[: text.index(sentence)]) if part.strip()]
-    if not before or len(before[-1]) > _SIGNATURE_MAX_CHARS:
-        return None
-    names = _NAME.findall(before[-1])
-    commands = [name for name in names if name.startswith("\\")]
-    return (commands or names or [None])[0]
+    for line in reversed(before[-_SIGNATURE_LINES:]):
+        if len(line) > _SIGNATURE_MAX_CHARS:
+            return None
+        names = _NAME.findall(line)
+        commands = [name for name in names if name.startswith("\\")]
+        if commands or names:
+            return (commands or names)[0]
+    return None
 
 
 def table_header(sentence: str, text: str) -> str | None:
