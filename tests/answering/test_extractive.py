@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sourcebook.answering.extractive import ABSTENTION_TEXT
+from sourcebook.answering.extractive import ABSTENTION_TEXT, is_statement
 from sourcebook.answering.lexical import content_terms, overlap
 
 from ..conftest import EXAMPLES
@@ -76,3 +76,10 @@ def test_empty_question_is_rejected(example_kb, question):
 
     with pytest.raises(InvalidQueryError):
         example_kb.ask(question)
+
+
+def test_index_and_contents_lines_are_not_statements() -> None:
+    """A PDF's index keeps its leader dots: the line names a topic and says nothing of it."""
+    assert not is_statement("4, 8, 27, 34 MiKTEX (distribution) . . . . . . . . . . . .")
+    assert not is_statement("3.1 Enabling the features ........................ 5")
+    assert is_statement("For MiKTeX, change the settings in the file pdflatex.ini... or miktex.ini.")

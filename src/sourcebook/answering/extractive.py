@@ -9,6 +9,7 @@ When no sentence is relevant enough the answerer abstains instead of guessing.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ LEXICAL_WEIGHT = 0.25
 # A sentence joins the answer when it scores within this margin of the best one.
 SELECTION_MARGIN = 0.12
 MIN_SENTENCE_WORDS = 4
+_LEADER_DOTS = re.compile(r"(?:\.\s?){5,}")  # ". . . . ." or "....." before a page number
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,14 @@ class ExtractiveConfig:
 
 
 def is_statement(sentence: str) -> bool:
-    """A sentence that can answer: long enough, not a question (FAQ headings are), not an ALL-CAPS title line."""
+    """A sentence that can answer: long enough, not a question (FAQ headings are), not an ALL-CAPS
+    title line, not an index or contents line ("MiKTeX (distribution) . . . . 4, 8, 27", whose
+    leader dots a PDF keeps: it names a topic and says nothing of it)."""
     return (
         len(sentence.split()) >= MIN_SENTENCE_WORDS
         and not sentence.rstrip().endswith("?")
         and any(ch.islower() for ch in sentence)
+        and not _LEADER_DOTS.search(sentence)
     )
 
 
