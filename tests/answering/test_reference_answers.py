@@ -151,6 +151,19 @@ def test_a_signature_of_arguments_only_takes_the_name_from_the_line_above() -> N
     )
 
 
+def test_a_sentence_introducing_a_line_is_followed_by_it() -> None:
+    """"...by saying:" answers only with what is to be said, set apart below it."""
+    text = ("Using this command, you could for instance disable font expansion by saying:\n\n"
+            "\\microtypesetup{expansion=false}\n\nThe next paragraph goes on about other things at length.")
+    entry = chunk(("Manual", "\\microtypesetup"), text)
+    assert stated("Using this command, you could for instance disable font expansion by saying:", entry) == (
+        "\\microtypesetup: Using this command, you could for instance disable font expansion by saying: "
+        "\\microtypesetup{expansion=false}"
+    )
+    prose = chunk(("Manual", "Setup"), "It works as follows:\n\nFirst a long paragraph\nthat runs over two lines.")
+    assert stated("It works as follows:", prose) == "It works as follows:"
+
+
 def test_a_tex_macro_heading_is_an_entry_term() -> None:
     entry = chunk(("Manual", "6 Context-sensitive setup", "\\microtypecontext"), "This command changes the context.")
     assert stated("This command changes the context.", entry) == "\\microtypecontext: This command changes the context."

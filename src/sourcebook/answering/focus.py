@@ -161,13 +161,27 @@ def table_header(sentence: str, text: str) -> str | None:
 
 def stated(sentence: str, chunk: StoredChunk) -> str:
     """`sentence` as the answer states it: led by its entry's term when it does not name it, so
-    "Usually, git push refuses..." from the --force-with-lease entry says which option it is about."""
+    "Usually, git push refuses..." from the --force-with-lease entry says which option it is about,
+    and followed by the line it introduces ("...by saying:" then the command to type)."""
     header = table_header(sentence, chunk.text)
     if header is not None:
         return f"{header} {sentence}"
     term = entry_term(chunk) or referent(sentence, chunk.text)
+    shown = f"{sentence} {display}" if (display := introduced(sentence, chunk.text)) else sentence
     if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
-        return sentence
+        return shown
     # "--[no-]single-branch" documents two options; the answer names both as they are typed.
     named = _NEGATABLE.sub(r"--\1 (--no-\1)", term)
-    return f"{named}: {sentence}"
+    return f"{named}: {shown}"
+
+
+def introduced(sentence: str, text: str) -> str | None:
+    """The short line `sentence` introduces with a closing colon, set apart below it in `text`
+    (an example command, a setting): without it "you could disable expansion by saying:" says
+    nothing. None when the sentence does not end so or what follows is prose."""
+    if not sentence.rstrip().endswith(":") or sentence not in text:
+        return None
+    following = _PARAGRAPH_BREAK.split(text[text.index(sentence) + len(sentence) :].lstrip(), maxsplit=1)[0].strip()
+    if not following or "\n" in following or len(following) > _SIGNATURE_MAX_CHARS:
+        return None
+    return following
