@@ -72,16 +72,6 @@ def common_path(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
     return path
 
 
-def span_path(blocks: list[Block]) -> tuple[str, ...]:
-    """A chunk's heading path: its text blocks' common path when its headings are all their
-    ancestors (a section's title and its first entry), else every block's common path."""
-    headings = [b.heading_path for b in blocks if b.kind in ("heading", "term")]
-    path = common_path([b.heading_path for b in blocks if b.kind not in ("heading", "term")] or [()])
-    if all(path[: len(h)] == h for h in headings):
-        return path
-    return common_path([b.heading_path for b in blocks])
-
-
 def check_chunks(
     doc: ParsedDocument, chunks: list[Chunk], count: Counter, max_tokens: int, overlap: float
 ) -> None:
@@ -108,7 +98,7 @@ def check_chunks(
     whole = len(chunks) == 1
     for previous, chunk in zip([None, *chunks], chunks):
         touched = touched_blocks(doc, chunk)
-        assert chunk.heading_path == span_path([doc.blocks[i] for i in touched])
+        assert chunk.heading_path == common_path([doc.blocks[i].heading_path for i in touched])
         first = next(i for i, (s, e) in enumerate(spans) if s <= chunk.start < e)
         assert chunk.page == doc.blocks[first].page
         assert chunk.prefix == make_prefix(doc.title, chunk.heading_path)
@@ -237,22 +227,21 @@ def test_nested_headings_get_their_paths_and_prefixes() -> None:
         ("Guide", ("Guide",), "Guide"),
         ("Install", ("Guide", "Install"), "Guide > Install"),
         ("Linux", ("Guide", "Install", "Linux"), "Guide > Install > Linux"),
-        ("Reference", ("Guide", "Reference", "API"), "Guide > Reference > API"),
+        ("Reference", ("Guide", "Reference"), "Guide > Reference"),
     ]
-    # A bare heading joins the next, and the chunk is the text's: all of it is under API.
-    assert chunks[3].text.startswith("Reference\n\nAPI\n\n")
+    assert chunks[3].text.startswith("Reference\n\nAPI\n\n")  # a bare heading joins the next
     assert all(c.embedding_text.startswith(c.prefix + "\n") for c in chunks)
 
 
-def test_every_chunk_of_a_section_has_its_full_path() -> None:
-    """The first chunk too, though it opens with the parent's title: its text is all under API."""
+def test_later_chunks_of_a_section_have_its_full_path() -> None:
     doc = doc_of(
         Block("heading", "Reference", ("Reference",)),
         Block("heading", "API", ("Reference", "API")),
         Block("paragraph", prose(300), ("Reference", "API")),
     )
     chunks = chunk_document(doc, simple_count, max_tokens=64)
-    assert {c.heading_path for c in chunks} == {("Reference", "API")}
+    assert chunks[0].heading_path == ("Reference",)
+    assert {c.heading_path for c in chunks[1:]} == {("Reference", "API")}
     assert chunks[1].prefix == "Doc > Reference > API"
 
 

@@ -465,13 +465,10 @@ class _DocumentChunker:
         return sections
 
     def _heading_path(self, start: int, end: int) -> tuple[str, ...]:
-        """The heading path shared by every block the span touches, or by its text blocks when the
-        span's headings are all their ancestors: a section's title and its first entry are the entry's."""
-        blocks = self.blocks[self._block_index(start) : self._block_index(end - 1) + 1]
-        path = _common_path([block.heading_path for block in blocks if block.kind not in _HEADINGS] or [()])
-        if all(path[: len(block.heading_path)] == block.heading_path for block in blocks if block.kind in _HEADINGS):
-            return path
-        return _common_path([block.heading_path for block in blocks])
+        """The heading path shared by every block the span touches (its first block's,
+        unless the span runs from a parent heading into a subsection)."""
+        first, last = self._block_index(start), self._block_index(end - 1)
+        return _common_path([block.heading_path for block in self.blocks[first : last + 1]])
 
     def _raw_prefix(self, path: tuple[str, ...]) -> str:
         return make_prefix(self.doc.title, path)
