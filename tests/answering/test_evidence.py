@@ -80,14 +80,3 @@ def test_names_count_as_cited_only_when_written_as_names() -> None:
 def test_a_question_that_names_nothing_has_nothing_missing() -> None:
     question = "How do I change the page margins?"
     assert missing_name_rarity(question, _answer(question, (), ()), TermStatistics(5, {"page": 0})) == 0.0
-
-
-def test_an_identifier_no_retrieved_chunk_writes_is_as_rare_as_can_be() -> None:
-    """The keyword index knows "send" and "email", common words; only the chunks say that none
-    writes `send-email`, and keyword search ranks the chunks holding both words first."""
-    question = "How do I mail my patches with git send-email?"
-    stats = TermStatistics(50, {"mail": 3, "patch": 20, "git": 45, "send": 10, "email": 4})
-    parts = (_hit(1, "Send the patches by email, then apply them with git am."),)
-    assert missing_name_rarity(question, _answer(question, parts, (1,)), stats) == pytest.approx(1.0)
-    written = (*parts, _hit(2, "See git send-email for mailing them."))
-    assert missing_name_rarity(question, _answer(question, written, (1,)), stats) == 0.0

@@ -20,8 +20,7 @@ citations) are calibrated alike:
     asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
     missing_name_rarity   how rare, in the whole knowledge base, the rarest name of the question
-                          the cited chunks lack is: 1 when no chunk holds it, or when no retrieved
-                          chunk writes an identifier it names (evidence.py)
+                          the cited chunks lack is: 1 when no chunk holds it (evidence.py)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
 splits of eval/gitdoc, eval/microtype and examples/questions.jsonl (never on the test
@@ -109,11 +108,11 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-27 (answers15: PDF margin entries, identifiers in missing_name_rarity) on 114 dev
-# questions (81 answerable, 33 not), microtype's knowledge base built by this code.
-P_CORRECT = LogisticModel(-9.124, (3.4445, 5.5269, 2.719, 2.6862, 2.176, 0.3915, -1.0241, 2.0753, -0.6938, -0.8502, 1.5889, -1.7664))
-P_ANSWERABLE = LogisticModel(-9.3074, (2.3118, 4.8834, 1.4489, 7.9249, 2.615, 0.2406, 0.4852, 0.3839, -0.3541, -0.6627, 0.776, -2.5236))
-ABSTAIN_BELOW = 0.5546
+# Fitted on 2026-11-27 (abstain15: missing_name_rarity added) on 104 dev questions,
+# knowledge bases built from main f28a348 (the merged reference chunking).
+P_CORRECT = LogisticModel(-8.4107, (2.7531, 1.8304, 3.1696, 3.2531, 1.3542, 0.4142, -0.7534, 1.7251, -0.4463, -0.7423, 1.3526, -2.0132))
+P_ANSWERABLE = LogisticModel(-8.0268, (2.3314, 1.3334, 2.4112, 7.575, 1.7515, 0.2156, -0.1163, 0.5825, -0.369, -0.7946, 0.4978, -2.9395))
+ABSTAIN_BELOW = 0.514
 
 
 @dataclass(frozen=True)

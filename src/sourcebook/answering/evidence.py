@@ -11,8 +11,7 @@ whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter 
                            a sentence, an inner-capital or letters-and-digits word) that the chunks the
                            answer cites do not write as a name: its document frequency as a rarity in
                            [0, 1] (`TermStatistics.rarity`), 1 when no chunk holds it at all; 0 when
-                           every name is cited or the question names nothing; an identifier the
-                           question names (`send-email`) that no retrieved chunk writes counts as 1
+                           every name is cited or the question names nothing
 
 Rarity rather than a count, because a question also names the subject of the whole knowledge
 base ("Git" over the Git pages), which a cited option entry need not repeat: a name most chunks hold
@@ -36,7 +35,6 @@ import re
 from collections.abc import Iterable
 
 from ..models import Answer, TermStatistics
-from ..reranking import identifiers
 from ..stopwords import STOPWORDS
 from ..stores.bm25 import query_terms
 from .lexical import chunk_text, cited_hits
@@ -83,15 +81,7 @@ def _written(name: str, texts: Iterable[str]) -> bool:
 
 def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) -> float:
     """The `missing_name_rarity` of `answer` to `question`, from `stats` (the knowledge base's
-    `term_statistics(question)`); an answer citing nothing lacks every name.
-
-    An identifier the question names (`send-email`, `git://`, `--no-verify`) counts as a name, and
-    is rarest (1) when no retrieved chunk writes it whole: the keyword index knows its parts
-    ("send", "email"), common words, not the compound, but keyword search ranks the chunks that
-    hold all its parts first, so none of them writing it says the knowledge base does not."""
+    `term_statistics(question)`); an answer citing nothing lacks every name."""
     cited = [chunk_text(hit) for hit in cited_hits(answer)]
-    retrieved = [chunk_text(hit) for hit in answer.hits]
     uncited = [name for name in question_names(question) if not _written(name, cited)]
-    rarities = [stats.rarity(term) for name in uncited for term in query_terms(name)]
-    rarities += [1.0 for name in identifiers(question) if not _written(name, retrieved)]
-    return max(rarities, default=0.0)
+    return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
