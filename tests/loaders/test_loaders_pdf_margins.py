@@ -82,3 +82,10 @@ def test_a_display_set_once_larger_than_the_title_is_not_a_heading() -> None:
         Paragraph("2 Options", 14),
     ]
     assert heading_levels(paragraphs) == {20: 1, 14: 2}
+
+
+def test_hanging_marks_are_not_notes() -> None:
+    """A footnote's mark or a section number hangs left of the column too, and names nothing."""
+    body = [(150.0, 500.0, 700.0 - 12 * i, "a line of the body column of the manual") for i in range(10)]
+    marks = [(130.0, 136.0, 688.0, "9"), (130.0, 136.0, 676.0, "a"), (120.0, 140.0, 664.0, "3.3")]
+    assert notes_from_strings([*marks, *body]) == []

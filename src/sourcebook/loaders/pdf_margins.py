@@ -34,6 +34,7 @@ from pypdf import PageObject, PdfReader
 logger = logging.getLogger(__name__)
 
 _NOTE_MAX_CHARS = 40  # a name, not a sentence
+_NOTE_MIN_LETTERS = 2  # not a hanging footnote mark ("9", "a") or section number
 _NOTE_MAX_SHARE = 0.15  # of the page's characters: more is a second column, not a margin
 _COLUMN_GAP = 3.0  # points between a note's end and the body column (LaTeX's \marginparsep is 7-11)
 _SAME_BASELINE = 1.0  # points
@@ -77,8 +78,8 @@ def find_notes(page: PageObject, reader: PdfReader) -> list[MarginNote]:
 def notes_from_strings(groups: Sequence[tuple[float, float, float, str]]) -> list[MarginNote]:
     """Margin notes among shown strings given as (start x, end x, baseline y, text).
 
-    The body column is where most characters start; a note is a short string with a letter that
-    ends before it, and all notes together stay a small share of the page's text."""
+    The body column is where most characters start; a note is a short string with two letters or
+    more that ends before it, and all notes together stay a small share of the page's text."""
     body_left = _body_left([(start, text) for start, _, _, text in groups])
     if body_left is None:
         return []
@@ -86,7 +87,7 @@ def notes_from_strings(groups: Sequence[tuple[float, float, float, str]]) -> lis
     notes = [
         MarginNote(text, y)
         for text, y in margin
-        if len(text) <= _NOTE_MAX_CHARS and any(char.isalpha() for char in text)
+        if len(text) <= _NOTE_MAX_CHARS and sum(char.isalpha() for char in text) >= _NOTE_MIN_LETTERS
     ]
     total = sum(len(text.strip()) for *_, text in groups)
     if sum(len(note.text) for note in notes) > _NOTE_MAX_SHARE * total:
