@@ -64,11 +64,11 @@ class Settings(BaseSettings):
         description="also give each chunk's two-sentence windows vectors; vector search scores a chunk by its best",
     )
     window_pooling: Literal["confined", "late", "separate"] = Field(
-        "confined",
-        description="how windows get vectors: 'confined' pools them from the chunk's own model pass with each "
-        "token attending only to its window's neighbourhood (1.2x the model time of the chunks alone), 'late' "
-        "from the plain pass (1x, lower on SciFact), 'separate' embeds each window as a text (about 3x); "
-        "an embedder that cannot pool (a hosted API) embeds them as texts (README, The quality push)",
+        "separate",
+        description="how windows get vectors: 'separate' embeds each window as a text (about 3x the model time "
+        "of the chunks alone); 'confined' pools them from the chunk's own model pass with each token attending "
+        "only to its window's neighbourhood (1.2x); 'late' from the plain pass (1x, lower on SciFact); an "
+        "embedder that cannot pool (a hosted API) embeds them as texts (README, The quality push)",
     )
     late_windows: bool = Field(False, description="deprecated: the same as window_pooling = 'late'")
 
