@@ -5,7 +5,9 @@ Designs (chunking/windows.py, embedders/late_chunking.py):
   the default;
 - "late": each window pooled from its chunk's single forward pass, the prefix's tokens joining
   every window's pool (`late_windows = true`);
-- "late-no-prefix": the same, the window's own tokens only.
+- "late-no-prefix": the same, the window's own tokens only;
+- "confined": pooled from the chunk's pass with each token attending only to its window
+  neighbourhood, the last layer run twice (`window_pooling = "confined"`).
 
 `cost` chunks the first `--limit` SciFact records as `add` does and times, in one process and
 interleaved, the model on the chunks alone, on the chunks and their windows as texts
@@ -73,6 +75,7 @@ def cost(limit: int, repeat: int) -> None:
         "chunks alone": lambda: embedder.embed_documents(texts),
         "separate": lambda: embedder.embed_documents(texts + windows),
         "late": lambda: spans.embed_documents_with_spans(texts, pooled),
+        "confined": lambda: spans.embed_documents_with_spans(texts, pooled, confine=True),
     }
     embedder.embed_documents(texts[:64])  # warm the kernels
     rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in designs}
@@ -94,11 +97,12 @@ def cost(limit: int, repeat: int) -> None:
 
 
 def quality(design: str, dataset: str, db: str) -> None:
-    if design != "separate":
-        os.environ["SOURCEBOOK_LATE_WINDOWS"] = "true"
+    os.environ["SOURCEBOOK_WINDOW_POOLING"] = "late" if design.startswith("late") else design
     if design == "late-no-prefix":
         with_prefix = ingest.window_spans
-        ingest.window_spans = lambda chunk: [window[-1:] for window in with_prefix(chunk)]  # type: ignore[assignment]
+        ingest.window_spans = lambda chunk: [  # type: ignore[assignment]
+            window[1:] if chunk.prefix else window for window in with_prefix(chunk)
+        ]
     from sourcebook.cli import app
 
     app(["eval", "retrieval", dataset, "--db", db, "--json"])
@@ -146,7 +150,7 @@ def main() -> None:
     timing.add_argument("--limit", type=int, default=200)
     timing.add_argument("--repeat", type=int, default=3)
     scoring = commands.add_parser("quality", help="`sourcebook eval retrieval` with one design")
-    scoring.add_argument("design", choices=("separate", "late", "late-no-prefix"))
+    scoring.add_argument("design", choices=("confined", "separate", "late", "late-no-prefix"))
     scoring.add_argument("dataset")
     scoring.add_argument("--db", required=True)
     partial = commands.add_parser("prefix", help="score the ready first records of a SciFact index being built")

@@ -93,22 +93,27 @@ def test_late_windows_cost_no_model_run_of_their_own(tmp_path, docs_copy):
 
 
 def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
-    """Embedded as texts by default; pooled from the chunk's pass with `late_windows`, by a model that can."""
-    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
-        [result] = kb.add(str(docs_copy / "employee-handbook.md"))
-        with open_store(kb.settings.db) as store:
-            chunks, vectors, windows = store.export_chunks(result.document_id)
-        assert [len(w) for w in windows] == [len(window_texts(c)) for c in chunks]
-        fresh = kb.embedder.embed_documents(window_texts(chunks[0]))
-        # int8 vectors move a little with their batch (it shares the quantization scale)
-        assert np.sum(windows[0] * fresh, axis=1).min() > 0.98
-    with KnowledgeBase.open(tmp_path / "late.db", late_windows=True) as kb:
-        [result] = kb.add(str(docs_copy / "employee-handbook.md"))
-        with open_store(kb.settings.db) as store:
-            chunks, vectors, late = store.export_chunks(result.document_id)
-        _, [pooled] = kb.embedder.embed_documents_with_spans([chunks[0].embedding_text], [window_spans(chunks[0])])
-        assert np.sum(late[0] * pooled, axis=1).min() > 0.98  # int8: a batch shares its quantization scale
-        assert not np.allclose(late[0], windows[0], atol=1e-3)
+    """Pooled from the chunk's pass under confined attention by default, from the plain pass with
+    `window_pooling = "late"`, embedded as texts with "separate": three different vectors."""
+    stored = {}
+    for pooling in ("confined", "late", "separate"):
+        with KnowledgeBase.open(tmp_path / f"{pooling}.db", window_pooling=pooling) as kb:
+            [result] = kb.add(str(docs_copy / "employee-handbook.md"))
+            with open_store(kb.settings.db) as store:
+                chunks, vectors, windows = store.export_chunks(result.document_id)
+            assert [len(w) for w in windows] == [len(window_texts(c)) for c in chunks]
+            first = next(i for i, w in enumerate(windows) if len(w))
+            if pooling == "separate":
+                expected = kb.embedder.embed_documents(window_texts(chunks[first]))
+            else:
+                _, [expected] = kb.embedder.embed_documents_with_spans(
+                    [chunks[first].embedding_text], [window_spans(chunks[first])], confine=pooling == "confined"
+                )
+            # int8 vectors move a little with their batch (it shares the quantization scale)
+            assert np.sum(windows[first] * expected, axis=1).min() > 0.98
+            stored[pooling] = windows[first]
+    assert not np.allclose(stored["confined"], stored["late"], atol=1e-3)
+    assert not np.allclose(stored["confined"], stored["separate"], atol=1e-3)
 
 
 def test_changed_document_reembeds_only_changed_chunks(tmp_path, docs_copy):

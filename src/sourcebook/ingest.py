@@ -6,8 +6,9 @@ Incremental by content hash at two levels:
   prefix) is unchanged, so only new or edited chunks are embedded; the same goes for a
   chunk's sentence-window vectors (chunking/windows.py), which are derived from its text alone.
 
-A chunk's windows are pooled from the chunk's own forward pass when `late_windows` is on and
-the embedder can (`SpanEmbedder`, late chunking: no model run of their own), else embedded as texts.
+A chunk's windows are pooled from the chunk's own forward pass when `window_pooling` is
+"confined" or "late" and the embedder can (`SpanEmbedder`, late chunking: no model run of their
+own), else embedded as texts.
 
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
@@ -411,7 +412,11 @@ class Ingestor:
                 return None
             part = requests[start : start + EMBED_BATCH_CHUNKS]
             texts = [text for text, _ in part]
-            if spans is not None:
+            if spans is not None and self._window_pooling() == "confined":
+                part_vectors, part_windows = spans.embed_documents_with_spans(
+                    texts, [w for _, w in part], progress, confine=True
+                )
+            elif spans is not None:
                 part_vectors, part_windows = spans.embed_documents_with_spans(texts, [w for _, w in part], progress)
             else:  # no windows to pool (`_plan_windows` queued them as texts)
                 part_vectors, part_windows = self.embedder.embed_documents(texts, progress), [_NO_WINDOWS] * len(part)
@@ -420,9 +425,18 @@ class Ingestor:
         progress.finish()
         return np.concatenate(vectors), pooled
 
+    def _window_pooling(self) -> str:
+        return "late" if self.settings.late_windows else self.settings.window_pooling
+
     def _span_embedder(self) -> SpanEmbedder | None:
-        """The embedder when windows are to be pooled from their chunk's pass (`late_windows`) and it can."""
-        return span_embedder(self.embedder) if self.settings.late_windows else None
+        """The embedder when windows are to be pooled from their chunk's pass (`window_pooling`)
+        and it can; "confined" pooling also needs it to confine attention, else the windows are
+        embedded as texts (the nearer of the other two to confined windows' quality)."""
+        pooling = self._window_pooling()
+        embedder = span_embedder(self.embedder) if pooling != "separate" else None
+        if pooling == "confined" and not getattr(embedder, "confines_windows", False):
+            return None
+        return embedder
 
     def _plan_windows(self, pending: _Pending, collection: str) -> None:
         """Reuse the stored windows of unchanged chunks; queue the others' for embedding:

@@ -9,7 +9,7 @@ import pytest
 
 from sourcebook.embedders import LocalEmbedder
 from sourcebook.embedders.base import span_embedder
-from sourcebook.embedders.late_chunking import pool_windows
+from sourcebook.embedders.late_chunking import confined_attention, pool_windows
 
 TITLE = "Harbor notes"
 FIRST = "The ferry leaves the harbor at seven every morning."
@@ -61,7 +61,7 @@ def test_a_window_is_the_mean_of_its_own_tokens(embedder):
     """Against the text's hidden states pooled by hand over the tokens of the window's words."""
     encoding = embedder._tokenizer.encode(TEXT)
     ids = np.array([encoding.ids])
-    hidden = embedder._session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
+    hidden = embedder._run(ids, np.ones_like(ids))[0][0]
     start, end = span_of(SECOND)
     inside = [i for i, (a, b) in enumerate(encoding.offsets) if b > a and a >= start and b <= end]
     expected = hidden[inside].mean(axis=0)
@@ -95,3 +95,58 @@ def test_a_window_cut_off_by_truncation_gets_the_chunk_vector(embedder):
     text = head + "one ending."
     vectors, [pooled] = embedder.embed_documents_with_spans([text], [[((len(head), len(text)),)]])
     assert np.allclose(pooled[0], vectors[0])
+
+
+FOURTH = "Chlorophyll absorbs red and blue light most strongly."
+LONG = f"{TITLE}\n{FIRST} {SECOND} {THIRD} {FOURTH}"
+
+
+def long_span(part: str) -> tuple[int, int]:
+    start = LONG.index(part)
+    return start, start + len(part)
+
+
+def long_windows() -> list[tuple[tuple[int, int], ...]]:
+    sentences = [long_span(s) for s in (FIRST, SECOND, THIRD, FOURTH)]
+    return [(long_span(TITLE), sentences[i], sentences[i + 1]) for i in range(3)]
+
+
+def test_confined_attention_keeps_a_sentence_to_its_windows():
+    """Two-sentence windows: a sentence's tokens see the prefix, the specials, the sentence
+    before and after; the prefix and the specials see only each other."""
+    offsets = np.array([[0, 0], [0, 6], [7, 9], [20, 24], [40, 44], [60, 64], [0, 0]])  # [CLS] prefix(2) s1 s2 s3 [SEP]
+    windows = [((0, 9), (10, 30), (31, 50)), ((0, 9), (31, 50), (51, 70))]
+    allowed = confined_attention(offsets, windows)
+    assert allowed is not None
+    context = [0, 1, 2, 6]
+    assert allowed[np.ix_(context, context)].all() and not allowed[np.ix_(context, [3, 4, 5])].any()
+    assert allowed[:, context].all()  # every token sees the context
+    assert allowed[3, 4] and allowed[4, 3] and allowed[4, 5] and allowed[5, 4]  # neighbours
+    assert not allowed[3, 5] and not allowed[5, 3]  # s1 and s3 share no window
+    assert confined_attention(offsets, windows[:1]) is None and confined_attention(offsets, []) is None
+
+
+def test_confined_windows_cost_no_model_run_and_keep_the_chunk_vector_near(embedder, monkeypatch):
+    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]
+    idle = queue.SimpleQueue()
+    for each in sessions:
+        idle.put(each)
+    monkeypatch.setattr(embedder, "_idle", idle)
+    vectors, pooled = embedder.embed_documents_with_spans([LONG, "no windows here"], [long_windows(), []], confine=True)
+    assert sum(len(session.rows) for session in sessions) == 1 and sum(sum(s.rows) for s in sessions) == 2
+    assert pooled[0].shape == (3, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)
+    plain = embedder.embed_documents([LONG, "no windows here"])
+    assert np.allclose(vectors[1], plain[1], atol=1e-5)  # a text without windows runs as it always did
+    assert 0.9 < float(vectors[0] @ plain[0]) < 0.9999  # the chunk's own vector: near, not the same
+
+
+def test_a_confined_window_is_nearer_its_sentences_read_alone_than_a_late_one(embedder):
+    """What confinement is for: the window that holds the two ferry sentences, pooled from a
+    pass where they cannot see the botany sentences, is nearer to those two sentences embedded
+    alone (the separately embedded window) than the late-chunking window is."""
+    windows = long_windows()
+    alone = embedder.embed_documents([f"{TITLE}\n{FIRST} {SECOND}", f"{TITLE}\n{THIRD} {FOURTH}"])
+    _, [late] = embedder.embed_documents_with_spans([LONG], [windows])
+    _, [confined] = embedder.embed_documents_with_spans([LONG], [windows], confine=True)
+    for window, reference in ((0, 0), (2, 1)):
+        assert confined[window] @ alone[reference] > late[window] @ alone[reference] + 0.01

@@ -24,13 +24,13 @@ WINDOW_SENTENCES = 2
 """Sentences per window: measured against 128-token windows and whole chunks (README, Quality)."""
 
 
-def _runs(text: str, size: int) -> list[tuple[Span, Span]]:
-    """The first and last sentence span of every run of `size` sentences of `text`; none when
-    it has at most `size` sentences (the chunk's own vector already is a window)."""
+def _runs(text: str, size: int) -> list[tuple[Span, ...]]:
+    """The sentence spans of every run of `size` sentences of `text`; none when it has at most
+    `size` sentences (the chunk's own vector already is a window)."""
     sentences = split_sentences(text)
     if len(sentences) <= size:
         return []
-    return [(sentences[start], sentences[start + size - 1]) for start in range(len(sentences) - size + 1)]
+    return [tuple(sentences[start : start + size]) for start in range(len(sentences) - size + 1)]
 
 
 def window_texts(chunk: Chunk, size: int = WINDOW_SENTENCES) -> list[str]:
@@ -44,7 +44,8 @@ def window_texts(chunk: Chunk, size: int = WINDOW_SENTENCES) -> list[str]:
 
 def window_spans(chunk: Chunk, size: int = WINDOW_SENTENCES) -> list[tuple[Span, ...]]:
     """Each window of `window_texts` as the character ranges of `chunk.embedding_text` to pool
-    (late chunking): the prefix, then the same run of sentences, in the same order."""
+    (late chunking): the prefix, then each sentence of the same run, in the same order (the
+    confined attention of `embedders.late_chunking.confined_attention` reads the sentences)."""
     shift = len(chunk.embedding_text) - len(chunk.text)  # the prefix and its newline
     prefix: tuple[Span, ...] = ((0, len(chunk.prefix)),) if chunk.prefix else ()
-    return [(*prefix, (first[0] + shift, last[1] + shift)) for first, last in _runs(chunk.text, size)]
+    return [(*prefix, *((start + shift, end + shift) for start, end in run)) for run in _runs(chunk.text, size)]

@@ -19,7 +19,8 @@ ProgressCallback = Callable[[int], None]
 """Called with the number of texts just embedded (for progress bars)."""
 Span = tuple[int, int]
 Window = tuple[Span, ...]
-"""Character ranges of one text whose tokens are pooled into one vector (late chunking)."""
+"""Character ranges of one text whose tokens are pooled into one vector (late chunking): the
+context every window of the text shares (its prefix), then the window's sentences, one span each."""
 
 
 @runtime_checkable
@@ -47,16 +48,23 @@ class SpanEmbedder(Protocol):
     """An optional capability: vectors of character spans of a text from the text's own forward
     pass ("late chunking", late_chunking.py). Ingestion asks for it (`span_embedder`) so that a
     chunk's sentence windows cost no model run of their own; an embedder without it (a hosted
-    API) embeds the windows as texts."""
+    API) embeds the windows as texts. An embedder that can also confine each window's attention
+    (`confine=True`) says so with `confines_windows = True` (optional, so not a member here:
+    an embedder without it is never called with `confine`)."""
 
     pools_spans: bool
     """False when this instance cannot (a CLS-pooled model, a graph without token outputs)."""
 
     def embed_documents_with_spans(
-        self, texts: Sequence[str], spans: Sequence[Sequence[Window]], progress: ProgressCallback | None = None
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[Window]],
+        progress: ProgressCallback | None = None,
+        confine: bool = False,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """`embed_documents(texts)`, and for each text the unit vectors (len(spans[i]), dimension)
-        of its windows (character ranges of the text), pooled from the same forward pass."""
+        of its windows (character ranges of the text), pooled from the same forward pass; with
+        `confine`, a window's tokens attend only to its neighbourhood (late_chunking.py)."""
 
 
 def span_embedder(embedder: Embedder) -> SpanEmbedder | None:

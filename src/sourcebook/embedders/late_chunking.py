@@ -82,3 +82,34 @@ def pool_windows(hidden: np.ndarray, offsets: np.ndarray, windows: Sequence[Wind
         pooled[row] = hidden[inside].mean(axis=0) if inside.any() else fallback
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     return pooled / np.maximum(norms, 1e-12)
+
+
+def confined_attention(offsets: np.ndarray, windows: Sequence[Window]) -> np.ndarray | None:
+    """(tokens, tokens) int32: 1 where a token may attend to another, so that a window pooled from
+    the pass has seen little beyond its own sentences; None for a text without windows.
+
+    Late chunking's windows have seen the whole chunk and score well below windows embedded
+    alone on claim-like queries (README, "The quality push"). Here a sentence's tokens see the
+    context (the prefix, the special tokens) and the sentences of the windows they belong to
+    (with two-sentence windows: the sentence before and after), and the context sees only
+    itself, which is as near to embedding each window alone as one pass gets.
+
+    `windows` follow `chunking.window_spans`: each is the context span shared by every window
+    (when there is one) followed by its sentences' spans, one per sentence.
+    """
+    if len(windows) < 2:
+        return None  # one window is the whole text: nothing to confine
+    shared = windows[0][0]
+    context = shared if all(window[0] == shared for window in windows) else None
+    runs = [window[1:] if context else window for window in windows]
+    sentences = sorted({span for run in runs for span in run})
+    reach = max(len(run) for run in runs) - 1
+    starts = np.array([start for start, _ in sentences])
+    token_starts, token_ends = offsets[:, 0], offsets[:, 1]
+    group = np.searchsorted(starts, token_starts, side="right")  # 1 + the sentence a token starts in
+    group[token_ends <= token_starts] = 0  # special tokens: context
+    if context:
+        group[(token_starts < context[1]) & (token_ends > context[0])] = 0
+    sees_context = group[None, :] == 0
+    near = (group[:, None] != 0) & (np.abs(group[:, None] - group[None, :]) <= reach)
+    return (sees_context | near).astype(np.int32)

@@ -32,7 +32,7 @@ from ..errors import ConfigurationError, EmbeddingError
 from ..profiling import count, stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
 from .coalescing import QueryCoalescer
-from .late_chunking import padded, pool_windows, token_batch
+from .late_chunking import confined_attention, padded, pool_windows, token_batch
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
@@ -239,6 +239,8 @@ class LocalEmbedder:
         self._queries = QueryCoalescer(self._idle, self._forward, max_batch=1 if quantized else _QUERY_BATCH)
         # Late chunking pools token states as the model's own mean pooling does (late_chunking.py).
         self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
+        # A graph built by bert_onnx can also confine the windows' attention (late_chunking.py).
+        self.confines_windows = self.pools_spans and {"token_mask", "window_rows"} <= self._input_names
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -284,7 +286,7 @@ class LocalEmbedder:
         """Unit-length pooled vectors of token rows (one batch, right-padded to its longest),
         run on `session` or else in whichever run slot is idle."""
         ids, mask = padded(rows)
-        hidden = self._hidden(ids, mask, session)
+        hidden = self._run(ids, mask, session=session)[0]
         if self._pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -293,17 +295,28 @@ class LocalEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _hidden(self, ids: np.ndarray, mask: np.ndarray, session: Any | None = None) -> np.ndarray:
-        """The model's token-level output for a padded batch, run on `session` (which the caller
-        holds) or else in whichever run slot is idle."""
+    def _run(
+        self, ids: np.ndarray, mask: np.ndarray, confined: dict[int, np.ndarray] | None = None, session: Any | None = None
+    ) -> list[np.ndarray]:
+        """The graph's outputs for a padded batch: the token states, then (a graph built by
+        bert_onnx) the states of the rows in `confined` (row -> its tokens' attention matrix)
+        under that attention, in row order."""
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
+        if self.confines_windows:
+            token_mask = mask[:, None, :] * mask[:, :, None]
+            rows = sorted(confined or {})
+            for row in rows:
+                size = len(confined[row])  # type: ignore[index]
+                token_mask[row, :size, :size] = confined[row]  # type: ignore[index]
+            feeds["token_mask"] = token_mask.astype(np.int32)
+            feeds["window_rows"] = np.asarray(rows, dtype=np.int64)
         if session is not None:
-            return session.run(None, feeds)[0]  # type: ignore[no-any-return]
+            return session.run(None, feeds)  # type: ignore[no-any-return]
         session = self._idle.get()
         try:
-            return session.run(None, feeds)[0]  # type: ignore[no-any-return]
+            return session.run(None, feeds)  # type: ignore[no-any-return]
         finally:
             self._idle.put(session)
 
@@ -355,12 +368,19 @@ class LocalEmbedder:
         return self._queries.embed(self._token_rows([text])[0])
 
     def embed_documents_with_spans(
-        self, texts: Sequence[str], spans: Sequence[Sequence[Window]], progress: ProgressCallback | None = None
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[Window]],
+        progress: ProgressCallback | None = None,
+        confine: bool = False,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """`embed_documents(texts)` and, from the same forward pass, the vectors of each text's
         windows (`SpanEmbedder`, late chunking): the windows cost no model run of their own.
-        Batched by token count like `embed_documents`; only a text's first `_SEGMENT_CHARS`
-        characters are tokenized (the model reads far fewer)."""
+        With `confine` (and a graph that `confines_windows`), a text with windows runs with each
+        token attending only to its window neighbourhood (`confined_attention`) and its last layer
+        twice: with full attention for the text's vector, confined for the windows'. Batched by
+        token count like `embed_documents`; only a text's first `_SEGMENT_CHARS` characters are
+        tokenized (the model reads far fewer)."""
         texts = list(texts)
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         windows: list[np.ndarray] = [np.empty((0, self.dimension), np.float32)] * len(texts)
@@ -375,14 +395,23 @@ class LocalEmbedder:
             ]
         for batch in self._batches([min(len(encoding.ids), limit) for encoding in encodings]):
             tokens = token_batch([encodings[i] for i in batch], limit)
+            confined: dict[int, np.ndarray] = {}
+            if confine and self.confines_windows:
+                for row, index in enumerate(batch):
+                    attention = confined_attention(tokens.offsets[row], spans[index])
+                    if attention is not None:
+                        confined[row] = attention
             with stage("model"):
-                hidden = self._hidden(tokens.ids, tokens.mask)
+                hidden, *rest = self._run(tokens.ids, tokens.mask, confined)
+            window_states = dict(zip(sorted(confined), rest[0] if rest else []))
             for row, index in enumerate(batch):
-                states = hidden[row, : len(tokens.offsets[row])]
+                size = len(tokens.offsets[row])
+                states = hidden[row, :size]
                 own = states.mean(axis=0)
                 vectors[index] = own / max(float(np.linalg.norm(own)), 1e-12)
                 if spans[index]:
-                    windows[index] = pool_windows(states, tokens.offsets[row], spans[index], vectors[index])
+                    pooled_from = window_states[row][:size] if row in window_states else states
+                    windows[index] = pool_windows(pooled_from, tokens.offsets[row], spans[index], vectors[index])
             if progress:
                 progress(len(batch))
         return vectors, windows
