@@ -20,11 +20,12 @@ import hashlib
 import json
 import os
 import queue
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from .base import INT8_SUFFIX, ProgressCallback, Window
 from .coalescing import QueryCoalescer
 from .late_chunking import confined_attention, padded, pool_windows, token_batch
 
+_Result = TypeVar("_Result")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENS_PER_ROW = 64
 """A batch holds at most `batch_size * _TOKENS_PER_ROW` (estimated) tokens. onnxruntime's
@@ -327,28 +329,33 @@ class LocalEmbedder:
         with stage("tokenize"):
             rows = self._token_rows(texts)
         out: np.ndarray | None = None
-        batches = list(self._batches([len(row) for row in rows]))
+        batches = self._batches([len(row) for row in rows])
+        for batch, vectors in self._each_batch(batches, lambda batch: self._forward([rows[i] for i in batch])):
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[batch] = vectors
+            count("tokens", sum(len(rows[i]) for i in batch))
+            count("padded_tokens", len(batch) * len(rows[batch[-1]]))
+            if progress:
+                progress(len(batch))
+        assert out is not None
+        return out
+
+    def _each_batch(
+        self, batches: Iterator[list[int]], work: Callable[[list[int]], _Result]
+    ) -> Iterator[tuple[list[int], _Result]]:
+        """(batch, work(batch)) for every batch, as each finishes, with one batch per run slot in
+        flight (each run on its share of the cores): memory stays bounded by the batch budget."""
         with stage("model"), ThreadPoolExecutor(self._runs, thread_name_prefix="sourcebook-model") as pool:
-            # At most one batch per run slot in flight: memory stays bounded by the batch budget.
-            running = {pool.submit(self._forward, [rows[i] for i in batch]): batch for batch in batches[: self._runs]}
-            waiting = iter(batches[self._runs :])
+            running = {pool.submit(work, batch): batch for batch in itertools.islice(batches, self._runs)}
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     batch = running.pop(future)
-                    vectors = future.result()
-                    if out is None:
-                        out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-                    out[batch] = vectors
-                    count("tokens", sum(len(rows[i]) for i in batch))
-                    count("padded_tokens", len(batch) * len(rows[batch[-1]]))
-                    if progress:
-                        progress(len(batch))
-                    following = next(waiting, None)
+                    yield batch, future.result()
+                    following = next(batches, None)
                     if following is not None:
-                        running[pool.submit(self._forward, [rows[i] for i in following])] = following
-        assert out is not None
-        return out
+                        running[pool.submit(work, following)] = following
 
     def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
         """Text indexes sorted by token count, cut into batches of at most `batch_size` texts
@@ -393,7 +400,7 @@ class LocalEmbedder:
                     [text[:_SEGMENT_CHARS] for text in texts[first : first + _COUNT_BATCH]], add_special_tokens=True
                 )
             ]
-        for batch in self._batches([min(len(encoding.ids), limit) for encoding in encodings]):
+        def pool(batch: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
             tokens = token_batch([encodings[i] for i in batch], limit)
             confined: dict[int, np.ndarray] = {}
             if confine and self.confines_windows:
@@ -401,17 +408,26 @@ class LocalEmbedder:
                     attention = confined_attention(tokens.offsets[row], spans[index])
                     if attention is not None:
                         confined[row] = attention
-            with stage("model"):
-                hidden, *rest = self._run(tokens.ids, tokens.mask, confined)
+            hidden, *rest = self._run(tokens.ids, tokens.mask, confined)
             window_states = dict(zip(sorted(confined), rest[0] if rest else []))
+            own = np.empty((len(batch), self.dimension), dtype=np.float32)
+            pooled: list[np.ndarray] = []
             for row, index in enumerate(batch):
                 size = len(tokens.offsets[row])
                 states = hidden[row, :size]
-                own = states.mean(axis=0)
-                vectors[index] = own / max(float(np.linalg.norm(own)), 1e-12)
-                if spans[index]:
-                    pooled_from = window_states[row][:size] if row in window_states else states
-                    windows[index] = pool_windows(pooled_from, tokens.offsets[row], spans[index], vectors[index])
+                mean = states.mean(axis=0)
+                own[row] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+                from_states = window_states[row][:size] if row in window_states else states
+                pooled.append(
+                    pool_windows(from_states, tokens.offsets[row], spans[index], own[row]) if spans[index] else windows[index]
+                )
+            return own, pooled
+
+        lengths = [min(len(encoding.ids), limit) for encoding in encodings]
+        for batch, (own, pooled) in self._each_batch(self._batches(lengths), pool):
+            vectors[batch] = own
+            for index, found in zip(batch, pooled):
+                windows[index] = found
             if progress:
                 progress(len(batch))
         return vectors, windows
