@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sourcebook.index import ann
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore
 
@@ -239,3 +240,29 @@ def test_a_due_rebuild_runs_beside_searches_and_is_swapped_in(seeded: tuple[SQLi
     assert not any(hit.startswith("late0#") for hit in ids(approximate, queries[0], 10_000))
     for query in queries[:10]:
         assert_same_hits(approximate, exact, query, 10, EVERYTHING)
+
+
+def test_the_graph_holds_one_node_per_chunk_and_windows_score_through_it(
+    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph has a node per chunk (its own vector), not per row: a chunk's windows are read
+    only to rescore it, so its best window still decides its score and rank. Few candidates
+    are asked for here, so the graph (not the scan of every chunk) answers."""
+    monkeypatch.setattr(ann, "MIN_CANDIDATES", 20)
+    monkeypatch.setattr(ann, "CANDIDATE_FACTOR", 2)
+    approximate, exact, queries = seeded
+    target = np.zeros(DIM, np.float32)
+    target[3] = 1.0
+    near = target + 0.3 * np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
+    put(approximate, "windowed", (near / np.linalg.norm(near))[None, :], [target[None, :]])
+    ids(approximate, queries[0])  # builds the base, the windowed chunk in it
+    base = index_of(approximate).partitions[DIM].base
+    assert base is not None and len(base.index) == len(base.seqs) < len(base)
+    asked = []
+    search = base.index.search
+    monkeypatch.setattr(base.index, "search", lambda *args, **kwargs: asked.append(args[1]) or search(*args, **kwargs))
+    hit = approximate.vector_search(target, 1, EVERYTHING)[0]
+    assert (hit.chunk_id, round(hit.score, 3)) == ("windowed#0", 1.0)
+    for query in queries:
+        assert_same_hits(approximate, exact, query, 10, EVERYTHING)
+    assert asked and max(asked) < len(base.seqs)
