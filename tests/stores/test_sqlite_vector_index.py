@@ -106,13 +106,23 @@ def test_the_approximate_path_finds_what_exact_search_finds(seeded: tuple[SQLite
     assert np.mean(recalled) >= 0.95
 
 
+@pytest.fixture(params=["default", "few"])
+def candidates(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The base's default candidate count (at the seeded size every chunk is rescored), or few
+    enough that the graph answers (the ~200-chunk base would otherwise never be searched)."""
+    if request.param == "few":
+        monkeypatch.setattr(ann, "MIN_CANDIDATES", 20)
+        monkeypatch.setattr(ann, "CANDIDATE_FACTOR", 2)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("filters", [
     SearchFilter(metadata=(("team", "red"),)),
     SearchFilter(document_ids=("doc003", "doc017", "doc030")),  # selective: the scan of the allowed rows
     SearchFilter(collections=("docs",)),
 ])
 def test_filters_give_the_exact_search_hits(
-    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], filters: SearchFilter
+    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], filters: SearchFilter, candidates: str
 ) -> None:
     approximate, exact, queries = seeded
     for query in queries:
@@ -125,8 +135,10 @@ def test_filters_give_the_exact_search_hits(
             assert {hit.split("#")[0] for hit in hits} <= allowed
 
 
-def test_writes_are_caught_up_without_a_rebuild(seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray]) -> None:
-    approximate, _, queries = seeded
+def test_writes_are_caught_up_without_a_rebuild(
+    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], candidates: str
+) -> None:
+    approximate, exact, queries = seeded
     first = ids(approximate, queries[0])
     index = index_of(approximate)
     assert (index.full_loads, index.builds) == (1, 1)
@@ -137,6 +149,8 @@ def test_writes_are_caught_up_without_a_rebuild(seeded: tuple[SQLiteStore, SQLit
     approximate.delete_document(first[0].split("#")[0])
     assert not {hit.split("#")[0] for hit in ids(approximate, queries[0], 50)} & {first[0].split("#")[0]}
     assert (index.full_loads, index.builds) == (1, 1)
+    for query in queries:
+        assert_same_hits(approximate, exact, query, 10, EVERYTHING)
 
 
 def test_a_saved_index_is_reopened_not_rebuilt(db_path: Path) -> None:

@@ -117,6 +117,7 @@ class AnnRows:
         self.mark = mark
         self.last_chunk_id = last_chunk_id  # the id of the last chunk: tells this database's base from another's
         self.dead = np.zeros(len(seqs), dtype=bool)
+        self.dead_chunks = 0
         self.dead_rows = 0
 
     @property
@@ -136,6 +137,7 @@ class AnnRows:
         chunks = chunks[inside][self.seqs[chunks[inside]] == deleted[inside]]
         chunks = chunks[~self.dead[chunks]]
         self.dead[chunks] = True
+        self.dead_chunks += len(chunks)
         newly = int((self.starts[chunks + 1] - self.starts[chunks]).sum())
         self.dead_rows += newly
         return newly
@@ -149,7 +151,7 @@ class AnnRows:
         rescored instead, so a filter never loses a hit the exact search would find.
         """
         passing = None if allowed is None else self.documents.allowed_mask(allowed)[self.codes] & ~self.dead
-        live = int(len(self.seqs) - self.dead.sum()) if passing is None else int(passing.sum())
+        live = len(self.seqs) - self.dead_chunks if passing is None else int(passing.sum())
         if live == 0:
             return ChunkScores.empty()
         wanted = max(CANDIDATE_FACTOR * k, MIN_CANDIDATES)
