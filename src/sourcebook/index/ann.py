@@ -48,7 +48,7 @@ EXPANSION_SEARCH = 1024  # ef at query time (at least the chunks asked for)
 CANDIDATE_FACTOR = 2  # chunks rescored per chunk returned
 MIN_CANDIDATES = 100  # ... and at least this many (README: recall against the candidates rescored)
 MAX_GRAPH_CHUNKS = 16_384  # beyond this many chunks asked of the graph, a scan of the allowed chunks is cheaper
-PARALLEL_ADD_CHUNKS = 8192  # smaller batches go in on one thread: not worth the threads, and deterministic
+PARALLEL_ADD_CHUNKS = 2048  # smaller batches (the store reads 4,096 chunks a batch) go in on one thread: deterministic
 SCAN_BLOCK_ROWS = 65_536  # rows converted to float32 at a time (100 MB at 384 dimensions)
 
 if TYPE_CHECKING:
