@@ -264,6 +264,7 @@ def test_the_graph_holds_one_node_per_chunk_and_windows_score_through_it(
     are asked for here, so the graph (not the scan of every chunk) answers."""
     monkeypatch.setattr(ann, "MIN_CANDIDATES", 20)
     monkeypatch.setattr(ann, "CANDIDATE_FACTOR", 2)
+    monkeypatch.setattr(ann, "EXPANSION_CHUNKS", 50)  # a large graph: ef grows with it
     approximate, exact, queries = seeded
     target = np.zeros(DIM, np.float32)
     target[3] = 1.0
@@ -280,3 +281,4 @@ def test_the_graph_holds_one_node_per_chunk_and_windows_score_through_it(
     for query in queries:
         assert_same_hits(approximate, exact, query, 10, EVERYTHING)
     assert asked and max(asked) < len(base.seqs)
+    assert base.index.expansion_search == ann.EXPANSION_SEARCH * len(base.seqs) // 50
