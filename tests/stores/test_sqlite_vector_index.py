@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sourcebook.index import ann
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter
 from sourcebook.stores import SQLiteStore
 
@@ -105,13 +106,23 @@ def test_the_approximate_path_finds_what_exact_search_finds(seeded: tuple[SQLite
     assert np.mean(recalled) >= 0.95
 
 
+@pytest.fixture(params=["default", "few"])
+def candidates(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The base's default candidate count (at the seeded size every chunk is rescored), or few
+    enough that the graph answers (the ~200-chunk base would otherwise never be searched)."""
+    if request.param == "few":
+        monkeypatch.setattr(ann, "MIN_CANDIDATES", 20)
+        monkeypatch.setattr(ann, "CANDIDATE_FACTOR", 2)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("filters", [
     SearchFilter(metadata=(("team", "red"),)),
     SearchFilter(document_ids=("doc003", "doc017", "doc030")),  # selective: the scan of the allowed rows
     SearchFilter(collections=("docs",)),
 ])
 def test_filters_give_the_exact_search_hits(
-    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], filters: SearchFilter
+    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], filters: SearchFilter, candidates: str
 ) -> None:
     approximate, exact, queries = seeded
     for query in queries:
@@ -124,8 +135,10 @@ def test_filters_give_the_exact_search_hits(
             assert {hit.split("#")[0] for hit in hits} <= allowed
 
 
-def test_writes_are_caught_up_without_a_rebuild(seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray]) -> None:
-    approximate, _, queries = seeded
+def test_writes_are_caught_up_without_a_rebuild(
+    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], candidates: str
+) -> None:
+    approximate, exact, queries = seeded
     first = ids(approximate, queries[0])
     index = index_of(approximate)
     assert (index.full_loads, index.builds) == (1, 1)
@@ -136,6 +149,8 @@ def test_writes_are_caught_up_without_a_rebuild(seeded: tuple[SQLiteStore, SQLit
     approximate.delete_document(first[0].split("#")[0])
     assert not {hit.split("#")[0] for hit in ids(approximate, queries[0], 50)} & {first[0].split("#")[0]}
     assert (index.full_loads, index.builds) == (1, 1)
+    for query in queries:
+        assert_same_hits(approximate, exact, query, 10, EVERYTHING)
 
 
 def test_a_saved_index_is_reopened_not_rebuilt(db_path: Path) -> None:
@@ -239,3 +254,31 @@ def test_a_due_rebuild_runs_beside_searches_and_is_swapped_in(seeded: tuple[SQLi
     assert not any(hit.startswith("late0#") for hit in ids(approximate, queries[0], 10_000))
     for query in queries[:10]:
         assert_same_hits(approximate, exact, query, 10, EVERYTHING)
+
+
+def test_the_graph_holds_one_node_per_chunk_and_windows_score_through_it(
+    seeded: tuple[SQLiteStore, SQLiteStore, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph has a node per chunk (its own vector), not per row: a chunk's windows are read
+    only to rescore it, so its best window still decides its score and rank. Few candidates
+    are asked for here, so the graph (not the scan of every chunk) answers."""
+    monkeypatch.setattr(ann, "MIN_CANDIDATES", 20)
+    monkeypatch.setattr(ann, "CANDIDATE_FACTOR", 2)
+    monkeypatch.setattr(ann, "EXPANSION_CHUNKS", 50)  # a large graph: ef grows with it
+    approximate, exact, queries = seeded
+    target = np.zeros(DIM, np.float32)
+    target[3] = 1.0
+    near = target + 0.3 * np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
+    put(approximate, "windowed", (near / np.linalg.norm(near))[None, :], [target[None, :]])
+    ids(approximate, queries[0])  # builds the base, the windowed chunk in it
+    base = index_of(approximate).partitions[DIM].base
+    assert base is not None and len(base.index) == len(base.seqs) < len(base)
+    asked = []
+    search = base.index.search
+    monkeypatch.setattr(base.index, "search", lambda *args, **kwargs: asked.append(args[1]) or search(*args, **kwargs))
+    hit = approximate.vector_search(target, 1, EVERYTHING)[0]
+    assert (hit.chunk_id, round(hit.score, 3)) == ("windowed#0", 1.0)
+    for query in queries:
+        assert_same_hits(approximate, exact, query, 10, EVERYTHING)
+    assert asked and max(asked) < len(base.seqs)
+    assert base.index.expansion_search == ann.EXPANSION_SEARCH * len(base.seqs) // 50

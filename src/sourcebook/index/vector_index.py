@@ -5,8 +5,9 @@ chunks, and holding them as float32 cost 1.4 GB. Here a partition (one vector di
 
 * below `ann_min_rows` rows: all its rows in an `ExactRows`, float32 as stored, searched
   exactly (at that size a scan is a few milliseconds and needs no file);
-* above it: an `AnnRows` base (HNSW over int8 codes, memory-mapped from files beside the
-  database) covering the rows up to the base's mark, plus an `ExactRows` delta of the rows
+* above it: an `AnnRows` base (HNSW over the chunks' own vectors as int8 codes, memory-mapped
+  from files beside the database, every row kept as float16 for rescoring) covering the rows
+  up to the base's mark, plus an `ExactRows` delta of the rows
   added since; deleted chunks are flagged dead in the base and dropped from the delta.
 
 Every search first catches up (`catch_up`, inside the store's read transaction): the chunks
@@ -19,8 +20,8 @@ searches go on over the old base and the delta; the next catch-up swaps the new 
 flags what was deleted after its mark and keeps in the delta only the rows above it. Only a
 first build (no usable base at all) runs inside the search that needs it. The base's
 candidates are rescored from the float16 copy of every row of each candidate chunk, so scores
-equal the exact search's to about 1e-3, and the store returns only chunks it still holds. Several processes may share the files: a base is published by an atomic
-rename of ``current.json`` under a lock file, and each process keeps its own delta and marks.
+equal the exact search's to about 1e-3, and the store returns only chunks it still holds.
+Several processes may share the files: a base is published by an atomic rename of ``current.json`` under a lock file, and each process keeps its own delta and marks.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ from .vectors import ChunkScores, ExactRows, RowBatch, merge_top
 ANN_MIN_ROWS = 50_000
 DELTA_SHARE = 0.05  # the delta (scanned exactly) may grow to this share of the base before a rebuild
 DEAD_SHARE = 0.2  # deleted rows the base may carry before a rebuild
-RESCORE_MARGIN = 20  # candidate chunks rescored beyond the k asked for
 CURRENT = "current.json"
 FORMAT = 1
 
@@ -142,8 +142,7 @@ class TenantVectors:
             return ChunkScores.empty()
         found = [partition.delta.search(query, k, allowed)]
         if partition.base is not None:
-            candidates = partition.base.candidates(query, k + RESCORE_MARGIN, allowed)
-            found.append(partition.base.rescore(candidates.seqs, query))
+            found.append(partition.base.search(query, k, allowed))
         return merge_top(found, k)
 
     def close(self) -> None:
@@ -197,8 +196,7 @@ class TenantVectors:
         usable = base.dimension == dimension and base.mark[0] <= now[0] and len(base) >= self.ann_min_rows
         deleted = source.deleted_since(base.mark) if usable else None
         if usable and deleted is None:  # the log was compacted past the base: compare with the rows
-            seqs = np.unique(base.seqs)
-            deleted = seqs[~np.isin(seqs, source.live_seqs(base.mark[0]), assume_unique=True)]
+            deleted = base.seqs[~np.isin(base.seqs, source.live_seqs(base.mark[0]), assume_unique=True)]
         if deleted is None or not _same_database(source, base, deleted):
             base.close()
             return None

@@ -20,7 +20,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class RowBatch:
-    """Rows read from the store, grouped by chunk in ascending seq: what the indexes are fed."""
+    """Rows read from the store, grouped by chunk in ascending seq, each chunk's own vector first
+    (then its windows'): what the indexes are fed; the approximate base graphs the first rows."""
 
     vectors: np.ndarray  # (n, dimension) float32
     seqs: np.ndarray  # (n,) int64: the chunk seq of each row, non-decreasing
