@@ -100,7 +100,8 @@ def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
             chunks, vectors, windows = store.export_chunks(result.document_id)
         assert [len(w) for w in windows] == [len(window_texts(c)) for c in chunks]
         fresh = kb.embedder.embed_documents(window_texts(chunks[0]))
-        assert np.allclose(windows[0], fresh, atol=1e-5)
+        # int8 vectors move a little with their batch (int8 kernels: one row or several)
+        assert np.sum(windows[0] * fresh, axis=1).min() > 0.98
     with KnowledgeBase.open(tmp_path / "late.db", late_windows=True) as kb:
         [result] = kb.add(str(docs_copy / "employee-handbook.md"))
         with open_store(kb.settings.db) as store:

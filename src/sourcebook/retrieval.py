@@ -151,10 +151,13 @@ class Retriever:
         self._reranker: Reranker | None = None  # loaded by the first search that reranks
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Batch-embed queries (one model call for many, as `search --queries-file` does): a
-        query's vector does not depend on its batch (int8 included), so it finds the same hits
-        in a file as asked alone."""
-        return self._embedder().embed_documents(list(queries))
+        """Batch-embed queries (one model call for many, as `search --queries-file` does), unless
+        the embedder's vectors depend on their batch (int8): then one at a time, so a query finds
+        the same hits in a file as asked alone."""
+        embedder = self._embedder()
+        if getattr(embedder, "batch_dependent", False) and queries:
+            return np.stack([embedder.embed_query(query) for query in queries])
+        return embedder.embed_documents(list(queries))
 
     def search(self, query: str, options: SearchOptions, query_vector: np.ndarray | None = None) -> list[Hit]:
         if not query.strip():

@@ -196,6 +196,9 @@ class LocalEmbedder:
         files = resolve_model(model)
         quantized = files.bert_dir is not None and precision == "int8"
         self.name = files.name + (INT8_SUFFIX if quantized else "")
+        self.batch_dependent = quantized
+        """int8 kernels take another path for a batch of one row than for several, so a text's
+        vector moves a little (cosine >= 0.9999) between being embedded alone and in a batch."""
         self.batch_size = batch_size
         self._pooling = files.pooling
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
@@ -232,8 +235,8 @@ class LocalEmbedder:
         for _ in range(self._runs):
             self._idle.put(self._session)
         self._input_names = {i.name for i in self._session.get_inputs()}
-        # Concurrent queries share model runs (no vector depends on its batch, int8 included).
-        self._queries = QueryCoalescer(self._idle, self._forward, max_batch=_QUERY_BATCH)
+        # Concurrent queries share model runs, except where batching would move a vector (int8).
+        self._queries = QueryCoalescer(self._idle, self._forward, max_batch=1 if quantized else _QUERY_BATCH)
         # Late chunking pools token states as the model's own mean pooling does (late_chunking.py).
         self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
