@@ -2,14 +2,17 @@
 
 `precision` (the default): the fp32 graph `bert_onnx.build_bert_onnx` writes against int8
 quantizations of it (the kept recipe `bert_onnx.quantize_int8`, and the variants it was chosen
-over), on the first N SciFact abstracts as the model sees them (at most 256 tokens, sorted,
-batches of 8), timed interleaved and repeated (median), with each variant's cosine to fp32.
+over). Fidelity to fp32 on `--docs` SciFact abstracts batched as `LocalEmbedder` batches them:
+each vector's cosine to fp32's, and for `--queries` pseudo-queries (titles of the abstracts
+that follow; never the eval queries), embedded one at a time, the Spearman correlation of their
+scores over all the abstracts and the overlap of their top 10 with fp32's. Speed: model time on
+the first `--texts` abstracts, one thread a session, timed interleaved and repeated (median).
 
 `threads`: the kept int8 graph over SciFact chunk-like and two-sentence window texts, batched
 as `LocalEmbedder` batches them, with onnxruntime intra-op threads 1 vs 2 and batches run in
 parallel from two Python threads (one session, or one session each).
 
-    python bench/embedding_precision.py [precision|threads] [--texts 96] [--repeats 5]
+    python bench/embedding_precision.py [precision|threads] [--texts 96] [--repeats 5] [--docs 500] [--queries 200]
 """
 
 from __future__ import annotations
@@ -29,16 +32,47 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from sourcebook.embedders.bert_onnx import build_bert_onnx
+from sourcebook.embedders.bert_onnx import build_bert_onnx, quantize_int8
+from sourcebook.embedders.late_chunking import padded
 from sourcebook.embedders.local import LocalEmbedder, _bert_graph, _bundled_minilm_dir
 
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))
-VARIANTS: dict[str, dict[str, object]] = {
-    "MatMul+Attention, per channel (kept)": {"ops": ["MatMul", "Attention"], "per_channel": True},
-    "MatMul+Attention, per tensor": {"ops": ["MatMul", "Attention"], "per_channel": False},
-    "MatMul only, per channel": {"ops": ["MatMul"], "per_channel": True},
-    "per channel, reduce_range": {"ops": ["MatMul", "Attention"], "per_channel": True, "reduce_range": True},
-    "per channel, unsigned weights": {"ops": ["MatMul", "Attention"], "per_channel": True, "unsigned": True},
+FFN_OUTPUT = re.compile(r"encoder\.layer\.\d+\.output\.dense\.wt")
+
+
+def dynamic(ops: list[str], keep_float: re.Pattern[str] | None = None) -> Callable[[bytes], bytes]:
+    """INT8_VERSION 1's recipe (`quantize_dynamic` of `ops`, per-channel weights, one activation
+    scale per batch and tensor); `keep_float` names weights whose MatMul it leaves in fp32."""
+
+    def build(fp32: bytes) -> bytes:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        model = onnx.load_from_string(fp32)
+        excluded = []
+        for node in model.graph.node:
+            node.name = node.name or node.output[0]
+            if keep_float and node.op_type == "MatMul" and keep_float.fullmatch(node.input[1]):
+                excluded.append(node.name)
+        with tempfile.TemporaryDirectory() as folder:
+            source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
+            onnx.save(model, source)
+            quantize_dynamic(
+                source, target, op_types_to_quantize=ops, per_channel=True, weight_type=QuantType.QInt8,
+                nodes_to_exclude=excluded, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+            return target.read_bytes()
+
+    return build
+
+
+VARIANTS: dict[str, Callable[[bytes], bytes]] = {
+    "MatMulNBits 8-bit, blocks of 128, Attention fp32 (kept)": quantize_int8,
+    "the same, blocks of 32": lambda fp32: quantize_int8(fp32, block=32),
+    "the same, QAttention (dynamic)": lambda fp32: quantize_int8(dynamic(["Attention"])(fp32)),
+    "dynamic MatMul+Attention, per channel (INT8_VERSION 1)": dynamic(["MatMul", "Attention"]),
+    "dynamic, FFN output MatMulNBits": lambda fp32: quantize_int8(dynamic(["MatMul", "Attention"], FFN_OUTPUT)(fp32)),
+    "dynamic MatMul, FFN output MatMulNBits, Attention fp32": lambda fp32: quantize_int8(
+        dynamic(["MatMul"], FFN_OUTPUT)(fp32)),
 }
 
 
@@ -57,23 +91,12 @@ def abstracts(limit: int, windows: bool) -> list[str]:
     return texts
 
 
-def feeds_of(embedder: LocalEmbedder, texts: list[str], fixed_rows: int | None) -> list[dict[str, np.ndarray]]:
-    """Model inputs: batches of `fixed_rows` sorted texts, or `LocalEmbedder`'s own batches."""
+def feeds_of(embedder: LocalEmbedder, texts: list[str]) -> list[dict[str, np.ndarray]]:
+    """Model inputs, batched as `LocalEmbedder` batches them."""
     rows = embedder._token_rows(texts)
-    lengths = [len(row) for row in rows]
-    if fixed_rows:
-        order = sorted(range(len(rows)), key=lengths.__getitem__)
-        batches = [order[i : i + fixed_rows] for i in range(0, len(order), fixed_rows)]
-    else:
-        batches = list(embedder._batches(lengths))
     feeds = []
-    for batch in batches:
-        width = max(lengths[i] for i in batch)
-        ids = np.zeros((len(batch), width), np.int64)
-        mask = np.zeros_like(ids)
-        for r, i in enumerate(batch):
-            ids[r, : lengths[i]] = rows[i]
-            mask[r, : lengths[i]] = 1
+    for batch in embedder._batches([len(row) for row in rows]):
+        ids, mask = padded([rows[i] for i in batch])
         feeds.append({"input_ids": ids, "attention_mask": mask})
     return feeds
 
@@ -91,21 +114,6 @@ def pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def quantized(fp32: bytes, recipe: dict[str, object]) -> bytes:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with tempfile.TemporaryDirectory() as folder:
-        source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
-        source.write_bytes(fp32)
-        quantize_dynamic(
-            source, target, op_types_to_quantize=recipe["ops"], per_channel=bool(recipe["per_channel"]),
-            reduce_range=bool(recipe.get("reduce_range")),
-            weight_type=QuantType.QUInt8 if recipe.get("unsigned") else QuantType.QInt8,
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-        return target.read_bytes()
-
-
 def race(configs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
     """Median seconds of each configuration, the configurations interleaved in every repeat."""
     times: dict[str, list[float]] = {name: [] for name in configs}
@@ -117,23 +125,49 @@ def race(configs: dict[str, Callable[[], object]], repeats: int) -> dict[str, fl
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def precision(texts: int, repeats: int) -> None:
+def vectors(embedder: LocalEmbedder, run: ort.InferenceSession, texts: list[str], one_at_a_time: bool) -> np.ndarray:
+    """Unit vectors of `texts` in their order, run on `run`: batched as `embedder` batches them,
+    or one text a run (as a query is embedded)."""
+    rows = embedder._token_rows(texts)
+    batches = [[i] for i in range(len(rows))] if one_at_a_time else list(embedder._batches([len(r) for r in rows]))
+    out = np.empty((len(rows), 384), np.float32)
+    for batch in batches:
+        ids, mask = padded([rows[i] for i in batch])
+        out[batch] = pooled(run.run(None, {"input_ids": ids, "attention_mask": mask})[0], mask)
+    return out
+
+
+def fidelity(docs: np.ndarray, queries: np.ndarray, docs_fp32: np.ndarray, queries_fp32: np.ndarray) -> str:
+    """Cosine to fp32 (min / mean), mean Spearman correlation of each query's scores with fp32's,
+    and mean overlap of its top 10 with fp32's."""
+    cosines = np.sum(docs * docs_fp32, axis=1)
+    scores, reference = queries @ docs.T, queries_fp32 @ docs_fp32.T
+    ranks = scores.argsort(axis=1).argsort(axis=1), reference.argsort(axis=1).argsort(axis=1)
+    spearman = np.mean([np.corrcoef(a, b)[0, 1] for a, b in zip(*ranks)])
+    top, top_reference = np.argsort(-scores, axis=1)[:, :10], np.argsort(-reference, axis=1)[:, :10]
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top, top_reference)])
+    return f"{cosines.min():.4f} / {cosines.mean():.4f} | {spearman:.4f} | {overlap:.3f}"
+
+
+def precision(texts: int, repeats: int, docs: int, queries: int) -> None:
     embedder = LocalEmbedder(precision="fp32")
-    feeds = feeds_of(embedder, abstracts(texts, windows=False), fixed_rows=8)
+    feeds = feeds_of(embedder, abstracts(texts, windows=False))
+    corpus = abstracts(docs + queries, windows=False)
+    documents, titles = corpus[:docs], [text.split("\n", 1)[0] for text in corpus[docs:]]
     fp32 = build_bert_onnx(_bundled_minilm_dir())
-    sessions = {"fp32": session(fp32, 0), **{name: session(quantized(fp32, recipe), 0) for name, recipe in VARIANTS.items()}}
-    vectors = {name: np.concatenate([pooled(s.run(None, f)[0], f["attention_mask"]) for f in feeds]) for name, s in sessions.items()}
+    sessions = {"fp32": session(fp32, 1), **{name: session(build(fp32), 1) for name, build in VARIANTS.items()}}
+    vecs = {name: (vectors(embedder, s, documents, False), vectors(embedder, s, titles, True)) for name, s in sessions.items()}
     medians = race({name: (lambda s=s: [s.run(None, f) for f in feeds]) for name, s in sessions.items()}, repeats)
-    print(f"{texts} SciFact abstracts, {len(feeds)} batches, median of {repeats}, load {os.getloadavg()[0]:.1f}")
-    print("| graph | seconds | speed vs fp32 | cosine to fp32, min / mean |\n|---|---|---|---|")
+    print(f"fidelity: {docs} SciFact abstracts, {queries} pseudo-queries; speed: {texts} abstracts, {len(feeds)} "
+          f"batches, one thread, median of {repeats}, load {os.getloadavg()[0]:.1f}")
+    print("| graph | seconds | speed vs fp32 | cosine to fp32, min / mean | Spearman | top-10 overlap |\n|---|---|---|---|---|---|")
     for name, seconds in medians.items():
-        cosines = np.sum(vectors[name] * vectors["fp32"], axis=1)
-        print(f"| {name} | {seconds:.2f} | {medians['fp32'] / seconds:.2f}x | {cosines.min():.3f} / {cosines.mean():.3f} |")
+        print(f"| {name} | {seconds:.2f} | {medians['fp32'] / seconds:.2f}x | {fidelity(*vecs[name], *vecs['fp32'])} |")
 
 
 def threads(texts: int, repeats: int) -> None:
     embedder = LocalEmbedder(precision="int8")
-    feeds = feeds_of(embedder, abstracts(texts, windows=True), fixed_rows=None)
+    feeds = feeds_of(embedder, abstracts(texts, windows=True))
     graph = _bert_graph(_bundled_minilm_dir(), "int8")
     one, two, other_one = session(graph, 1), session(graph, 2), session(graph, 1)
     pool = ThreadPoolExecutor(2)
@@ -160,8 +194,13 @@ def main() -> None:
     parser.add_argument("what", nargs="?", choices=("precision", "threads"), default="precision")
     parser.add_argument("--texts", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--docs", type=int, default=500, help="precision: abstracts for fidelity to fp32")
+    parser.add_argument("--queries", type=int, default=200, help="precision: pseudo-queries for fidelity")
     args = parser.parse_args()
-    (precision if args.what == "precision" else threads)(args.texts, args.repeats)
+    if args.what == "precision":
+        precision(args.texts, args.repeats, args.docs, args.queries)
+    else:
+        threads(args.texts, args.repeats)
 
 
 if __name__ == "__main__":

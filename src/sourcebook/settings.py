@@ -44,10 +44,10 @@ class Settings(BaseSettings):
         description="'all-MiniLM-L6-v2' (bundled), or a path to a sentence-transformers/ONNX model folder",
     )
     embedding_precision: Literal["int8", "fp32"] = Field(
-        "fp32",
-        description="weights of a model built from safetensors (the bundled one): int8 runs the model about "
-        "1.7x faster at SciFact vector nDCG@10 -0.008; its vectors are recorded as a different model, so a "
-        "knowledge base keeps the precision it was built with unless this is set",
+        "int8",
+        description="weights of a model built from safetensors (the bundled one): int8 (8-bit weights, int8 kernels) "
+        "runs the model about 1.3x faster than fp32 within 0.004 SciFact nDCG@10; the two are recorded as different "
+        "models, so a knowledge base keeps the precision it was built with unless this is set",
     )
     embedding_batch_size: int = Field(32, ge=1, le=1024)
     embedding_threads: int = Field(

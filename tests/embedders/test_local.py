@@ -48,23 +48,26 @@ def test_int8_vectors_stay_close_to_fp32(embedder, fp32):
     """int8 weights (`embedding_precision`); its vectors are another model's (never mixed with fp32's)."""
     texts = REFERENCE["texts"] + ["Staff receive 25 days of paid annual leave.", "The server runs PostgreSQL 15."]
     cosines = np.sum(embedder.embed_documents(texts) * fp32.embed_documents(texts), axis=1)
-    assert cosines.min() > 0.98
+    assert cosines.min() > 0.999
     assert embedder.name == fp32.name + "@int8"
 
 
 def test_int8_kernels_survive_optimization(tmp_path):
-    """Quantized after fusion: onnxruntime's optimizer keeps every projection in int8
-    (DynamicQuantizeMatMul, QAttention) instead of turning the weights back into fp32."""
+    """Every projection runs on 8-bit weights (MatMulNBits, int8 kernels at accuracy_level 4),
+    also after onnxruntime's optimizer: none is turned back into an fp32 MatMul. The fused
+    Attention stays fp32 (bert_onnx.quantize_int8 says why)."""
     graph = _bert_graph(_bundled_minilm_dir(), "int8")
     built = Counter(node.op_type for node in onnx.load(graph).graph.node)
-    assert (built["QAttention"], built["MatMulInteger"], built["MatMul"], built["Attention"]) == (6, 18, 0, 0)
+    assert (built["MatMulNBits"], built["MatMul"], built["Attention"]) == (18, 0, 6)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
     ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-    optimized = Counter(node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node)
-    assert (optimized["QAttention"], optimized["DynamicQuantizeMatMul"]) == (6, 18)
-    assert optimized["MatMul"] == optimized["MatMulInteger"] == optimized["Attention"] == 0
+    optimized = onnx.load(options.optimized_model_filepath).graph.node
+    assert Counter(node.op_type for node in optimized)["MatMulNBits"] == 18
+    assert {node.op_type for node in optimized}.isdisjoint({"MatMul", "DequantizeLinear"})
+    levels = {attr.i for node in optimized if node.op_type == "MatMulNBits" for attr in node.attribute if attr.name == "accuracy_level"}
+    assert levels == {4}
 
 
 def test_unknown_precision_is_a_clear_error():
@@ -80,15 +83,15 @@ def test_truncates_at_the_model_limit(embedder):
 
 
 def test_batching_keeps_order_and_values(embedder, fp32):
-    """fp32 vectors do not depend on the batch; int8 ones a little (a batch shares its
-    activations' quantization scale: cosine 0.986 at worst here)."""
+    """fp32 vectors do not depend on the batch; int8 ones hardly (its kernels take another path
+    for one row than for several: cosine 0.99996 at worst here)."""
     texts = [f"sentence number {i} " * (i % 7 + 1) for i in range(40)]
     batched = fp32.embed_documents(texts)
     single = np.stack([fp32.embed_query(t) for t in texts])
     assert np.allclose(batched, single, atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     quantized = embedder.embed_documents(texts)
-    assert np.sum(quantized * np.stack([embedder.embed_query(t) for t in texts]), axis=1).min() > 0.98
+    assert np.sum(quantized * np.stack([embedder.embed_query(t) for t in texts]), axis=1).min() > 0.9999
 
 
 def test_batches_are_cut_by_token_count(embedder):
