@@ -33,7 +33,7 @@ import onnx
 import onnxruntime as ort
 
 from sourcebook.embedders.bert_onnx import build_bert_onnx, quantize_int8
-from sourcebook.embedders.late_chunking import padded
+from sourcebook.embedders.late_chunking import padded, plain_feeds
 from sourcebook.embedders.local import LocalEmbedder, _bert_graph, _bundled_minilm_dir
 
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))
@@ -97,7 +97,7 @@ def feeds_of(embedder: LocalEmbedder, texts: list[str]) -> list[dict[str, np.nda
     feeds = []
     for batch in embedder._batches([len(row) for row in rows]):
         ids, mask = padded([rows[i] for i in batch])
-        feeds.append({"input_ids": ids, "attention_mask": mask})
+        feeds.append(plain_feeds(ids, mask))
     return feeds
 
 
@@ -133,7 +133,7 @@ def vectors(embedder: LocalEmbedder, run: ort.InferenceSession, texts: list[str]
     out = np.empty((len(rows), 384), np.float32)
     for batch in batches:
         ids, mask = padded([rows[i] for i in batch])
-        out[batch] = pooled(run.run(None, {"input_ids": ids, "attention_mask": mask})[0], mask)
+        out[batch] = pooled(run.run(None, plain_feeds(ids, mask))[0], mask)
     return out
 
 

@@ -64,6 +64,14 @@ def padded(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
+def plain_feeds(ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The inputs of a graph from `bert_onnx.build_bert_onnx` for a plain padded batch: every real token
+    attends to every real token, and no row has windows."""
+    token_mask = np.empty((*mask.shape, mask.shape[1]), dtype=np.int32)
+    np.multiply(mask[:, None, :], mask[:, :, None], out=token_mask, casting="unsafe")
+    return {"input_ids": ids, "attention_mask": mask, "token_mask": token_mask, "window_rows": np.zeros(0, dtype=np.int64)}
+
+
 def pool_windows(hidden: np.ndarray, offsets: np.ndarray, windows: Sequence[Window], fallback: np.ndarray) -> np.ndarray:
     """Unit vectors (len(windows), dim): each the mean of `hidden` (tokens, dim: one text's
     last hidden state, padding cut off) over the tokens overlapping any of its ranges.

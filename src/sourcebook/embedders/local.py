@@ -33,7 +33,7 @@ from ..errors import ConfigurationError, EmbeddingError
 from ..profiling import count, stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
 from .coalescing import QueryCoalescer
-from .late_chunking import confined_attention, padded, pool_windows, token_batch
+from .late_chunking import confined_attention, padded, plain_feeds, pool_windows, token_batch
 
 _Result = TypeVar("_Result")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -307,12 +307,11 @@ class LocalEmbedder:
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
         if self.confines_windows:
-            token_mask = mask[:, None, :] * mask[:, :, None]
+            feeds = plain_feeds(ids, mask)
             rows = sorted(confined or {})
             for row in rows:
                 size = len(confined[row])  # type: ignore[index]
-                token_mask[row, :size, :size] = confined[row]  # type: ignore[index]
-            feeds["token_mask"] = token_mask.astype(np.int32)
+                feeds["token_mask"][row, :size, :size] = confined[row]  # type: ignore[index]
             feeds["window_rows"] = np.asarray(rows, dtype=np.int64)
         if session is not None:
             return session.run(None, feeds)  # type: ignore[no-any-return]
