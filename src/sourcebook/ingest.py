@@ -17,7 +17,9 @@ Memory is bounded by the largest batch, not the document: a long document is chu
 at a time (chunking/parts.py) and queued in slices of `EMBED_BATCH_CHUNKS` chunks; each
 slice's vectors go to the document's spool (spool.py, a temporary file past a few hundred
 chunks), which the store reads back a batch at a time inside the one transaction that writes
-the document (`replace_chunks_in_batches`).
+the document (`replace_chunks_in_batches`). A large plain-text file is never held whole either:
+it is hashed, surveyed and parsed in pieces (loaders/textfile.py) and its blocks reach the
+chunker a part at a time.
 """
 
 from __future__ import annotations
