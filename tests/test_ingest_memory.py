@@ -1,6 +1,7 @@
 """Ingest memory is bounded: a constant plus the largest batch, not a multiple of the file.
 
-Each file is ingested in a fresh interpreter (peak RSS cannot be reset within one), with a
+Each file is ingested in a fresh interpreter (peak RSS cannot be reset within one; it is read
+from /proc, Linux's high-water mark of this process alone), with a
 word-counting stand-in for the model so the test measures the pipeline (load, chunk,
 windows, write) in seconds. bench/ingest_memory.py measures the same with the real model.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 _CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import numpy as np
     from sourcebook import KnowledgeBase, Settings
     from sourcebook.wiring import Components
@@ -36,7 +37,10 @@ _CHILD = textwrap.dedent(
             return self.embed_documents([text])[0]
 
     def peak_mb():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # VmHWM, not getrusage's ru_maxrss: that survives exec, so it would start at the peak
+        # of the process that spawned this one (pytest, holding the generated file's text)
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 
     settings = Settings(db=sys.argv[2])
     kb = KnowledgeBase(Components.build(settings).store, settings, WordEmbedder())
@@ -76,12 +80,14 @@ def _growth_mb(tmp_path: Path, megabytes: float) -> float:
     return float(peaks["peak"] - peaks["baseline"])
 
 
-def test_peak_memory_grows_far_below_linearly_with_file_size(tmp_path: Path) -> None:
-    """4x the file may not cost 4x the memory: the growth from 1 to 4 MB of prose stays below a
-    quarter of proportional (measured 2026-11-25: before streaming, growth was linear,
-    61 -> 326 MB; after, 34 -> 41 MB)."""
-    small, large = 1.0, 4.0
+def test_peak_memory_of_a_text_file_does_not_grow_with_its_size(tmp_path: Path) -> None:
+    """16x the file may not cost more than a few MB of noise: a large text file is streamed
+    (loaders/textfile.py), chunked a part at a time and spooled, so a constant and a batch are
+    held whatever its size. Growth over a tiny file's peak (2026-11-27) for 1, 12 and 16 MB of
+    prose: 34.5, 56.3 (once 42.4) and 61.7 MB with the file read whole (e9f530f, about 1.8 MB
+    a MB); 35.4-36.0, 37.6 and 37.5-39.5 MB streamed. (2026-11-25, before the streaming write:
+    61 MB for 1 MB, 326 MB for 4 MB.)"""
+    small, large = 1.0, 16.0
     small_growth = _growth_mb(tmp_path, small)
     large_growth = _growth_mb(tmp_path, large)
-    proportional_extra = max(small_growth, 8.0) * (large / small - 1)
-    assert large_growth - small_growth < proportional_extra / 4, (small_growth, large_growth)
+    assert large_growth - small_growth < 8.0, (small_growth, large_growth)

@@ -18,7 +18,9 @@ Memory is bounded by the largest batch, not the document: a long document is chu
 at a time (chunking/parts.py) and queued in slices of `EMBED_BATCH_CHUNKS` chunks; each
 slice's vectors go to the document's spool (spool.py, a temporary file past a few hundred
 chunks), which the store reads back a batch at a time inside the one transaction that writes
-the document (`replace_chunks_in_batches`).
+the document (`replace_chunks_in_batches`). A large plain-text file is never held whole either:
+it is hashed, surveyed and parsed in pieces (loaders/textfile.py) and its blocks reach the
+chunker a part at a time.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from .errors import (
     DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
 )
 from .loaders import RawSource, expand_sources, iter_beir, parse, read_source
-from .models import Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
+from .loaders.textfile import TextFile, open_text_file
+from .models import Block, Chunk, DocumentRecord, DocumentStatus, IngestResult, ParsedDocument, checked_metadata, without_nul
 from .owners import this_process
 from .profiling import stage
 from .settings import Settings
@@ -76,17 +79,22 @@ class IngestEvent:
 
 ProgressHandler = Callable[[IngestEvent], None]
 
-_Loaded = tuple[str, ParsedDocument | None, RawSource | None]
-"""A source's fingerprint, and its parsed document (BEIR records) or raw bytes (files, URLs)."""
+_Loaded = tuple[str, ParsedDocument | None, RawSource | TextFile | None]
+"""A source's fingerprint, and its parsed document (BEIR records), raw bytes (files, URLs) or
+a large text file to stream (loaders/textfile.py)."""
 _Item = tuple[str, Callable[[], _Loaded]]
 """A source and how to load it: loading is deferred so an unchanged source costs only a hash."""
 
 
-def load_items(sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None) -> Iterator[_Item]:
+def load_items(
+    sources: list[str], fmt: str, settings: Settings, progress: ProgressHandler | None = None, stream: bool = False
+) -> Iterator[_Item]:
     """(source, loader) pairs; the loader yields (fingerprint, parsed or None, raw or None).
 
     A module function, not an Ingestor method: the job queue expands and reads sources
-    in a process that never loads the embedding model.
+    in a process that never loads the embedding model. `stream`: a large plain-text file
+    comes as a `TextFile`, read in pieces, not as bytes (for an ingestion in this process:
+    the job queue stores the bytes).
     """
     if fmt == "beir":
         from .loaders.beir import count_beir
@@ -103,10 +111,13 @@ def load_items(sources: list[str], fmt: str, settings: Settings, progress: Progr
     if progress:
         progress(IngestEvent("planned", len(expanded)))
     for source in expanded:
-        yield source, (lambda source=source: _read(source, settings))
+        yield source, (lambda source=source: _read(source, settings, stream))
 
 
-def _read(source: str, settings: Settings) -> tuple[str, None, RawSource]:
+def _read(source: str, settings: Settings, stream: bool) -> tuple[str, None, RawSource | TextFile]:
+    streamed = open_text_file(source, settings.max_file_bytes) if stream else None
+    if streamed is not None:
+        return streamed.fingerprint, None, streamed
     raw = read_source(source, settings)
     return raw.fingerprint, None, raw
 
@@ -247,7 +258,8 @@ class Ingestor:
         The model runs in a worker thread (onnxruntime releases the GIL), so parsing,
         chunking and SQLite writes overlap with embedding instead of adding to it.
         """
-        return self.add_loaded(load_items(list(sources), fmt, self.settings, self.progress), collection, metadata)
+        items = load_items(list(sources), fmt, self.settings, self.progress, stream=True)
+        return self.add_loaded(items, collection, metadata)
 
     def add_raw(self, raws: Sequence[RawSource], collection: str, metadata: dict[str, Any] | None = None) -> list[IngestResult]:
         """Like `add`, for bytes in hand (an HTTP upload): each one's `source` names its document."""
@@ -294,14 +306,17 @@ class Ingestor:
                 if existing and existing.status == DocumentStatus.READY and existing.content_hash == fingerprint:
                     yield IngestResult(source, "unchanged", doc_id, str(existing.status), existing.chunk_count, 0)
                     return
-                if parsed is None:
+                streamed = raw.parse() if isinstance(raw, TextFile) else None
+                if streamed is not None:
+                    parsed = streamed.document
+                elif parsed is None:
                     assert raw is not None
                     parsed = parse(raw)
                 del raw  # the bytes: only the parsed text is needed from here
             # a file's own title and info may hold NULs (NUL-padded PDF strings), which no store keeps
             parsed = replace(parsed, title=without_nul(parsed.title), metadata=without_nul(parsed.metadata))
-            self._check_size(source, parsed)
-            parts = self._chunk_parts(parsed)
+            self._check_size(source, parsed, streamed.characters if streamed else None)
+            parts = self._chunk_parts(parsed, streamed.file.blocks() if streamed else None)
             chunks = next(parts, [])  # a failure in the first part leaves the document untouched
             self._check_time(source, deadline)
         except SourcebookError as exc:
@@ -337,14 +352,16 @@ class Ingestor:
             document.stopped = exc
         self._queue.append(_Pending(document, [], {}, [], last=True))
 
-    def _chunk_parts(self, parsed: ParsedDocument) -> Iterator[list[Chunk]]:
-        """The document's chunks a part at a time (chunking/parts.py), with their LLM context when enriched."""
+    def _chunk_parts(self, parsed: ParsedDocument, blocks: Iterator[Block] | None) -> Iterator[list[Chunk]]:
+        """The document's chunks a part at a time (chunking/parts.py), with their LLM context when
+        enriched; `blocks` stand for `parsed.blocks` when the file is streamed (its opening only)."""
         reserve = self.enricher.reserve_tokens if self.enricher else 0
         parts = chunk_in_parts(
             parsed,
             self.embedder.count_tokens,
             min(self.settings.chunk_max_tokens, self.embedder.max_tokens) - reserve,
             self.settings.chunk_overlap,
+            blocks,
         )
         while True:
             with stage("chunk"):
@@ -366,13 +383,15 @@ class Ingestor:
         self._queue.append(pending)
         self._emit("chunked", len(pending.chunk_passes()))
 
-    def _check_size(self, source: str, parsed: ParsedDocument) -> None:
-        """Refuse a source over max_pages or max_characters (SourceTooLargeError)."""
+    def _check_size(self, source: str, parsed: ParsedDocument, characters: int | None) -> None:
+        """Refuse a source over max_pages or max_characters (SourceTooLargeError); `characters`
+        counted while streaming a file whose blocks `parsed` does not hold."""
         counted = parsed.metadata.get("pages")  # a PDF's own count, blank pages included
         pages = max([counted if isinstance(counted, int) else 0, *(block.page or 0 for block in parsed.blocks)])
         if pages > self.settings.max_pages:
             raise SourceTooLargeError(source, f"{pages} pages, over the limit of {self.settings.max_pages} (max_pages)")
-        characters = sum(len(block.text) for block in parsed.blocks)
+        if characters is None:
+            characters = sum(len(block.text) for block in parsed.blocks)
         if characters > self.settings.max_characters:
             raise SourceTooLargeError(
                 source, f"{characters} characters of text, over the limit of {self.settings.max_characters} (max_characters)"

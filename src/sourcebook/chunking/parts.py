@@ -16,7 +16,7 @@ one chunk ends early and the next starts without overlap, once every `FORCED_CHA
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from ..models import Block, Chunk, ParsedDocument
@@ -32,39 +32,46 @@ _SEPARATOR = 2
 
 
 def chunk_in_parts(
-    doc: ParsedDocument, count_tokens: TokenCounter, max_tokens: int, overlap: float
+    doc: ParsedDocument,
+    count_tokens: TokenCounter,
+    max_tokens: int,
+    overlap: float,
+    blocks: Iterable[Block] | None = None,
 ) -> Iterator[list[Chunk]]:
     """`chunk_document(doc, ...)` a part at a time: each part's chunks, positions and
     offsets in the whole document's numbering. A document of at most `PART_CHARS`
-    characters is one part, chunked exactly as `chunk_document` does."""
+    characters is one part, chunked exactly as `chunk_document` does. `blocks`: see
+    `document_parts`."""
     position = 0
-    for part, offset in document_parts(doc):
+    for part, offset in document_parts(doc, blocks):
         chunks = chunk_document(part, count_tokens, max_tokens, overlap)
         yield [replace(c, position=c.position + position, start=c.start + offset, end=c.end + offset) for c in chunks]
         position += len(chunks)
 
 
-def document_parts(doc: ParsedDocument) -> Iterator[tuple[ParsedDocument, int]]:
+def document_parts(doc: ParsedDocument, blocks: Iterable[Block] | None = None) -> Iterator[tuple[ParsedDocument, int]]:
     """The document's blocks as consecutive parts of at most `FORCED_CHARS` characters, each
-    with the offset of its text in `doc.text`."""
-    blocks: list[Block] = []
+    with the offset of its text in `doc.text`. `blocks`, when given, stand for `doc.blocks`:
+    the blocks of a document too large to hold them all (a streamed file, loaders/textfile.py),
+    read as the parts are taken."""
+    held: list[Block] = []
     size = 0
-    offset = 0  # of blocks[0] in doc.text
+    offset = 0  # of held[0] in doc.text
     previous: Block | None = None
-    for block in doc.blocks:
+    for block in doc.blocks if blocks is None else blocks:
         section = _starts_section(previous, block)
         for index, piece in enumerate(_pieces(block)):
             # a later piece of a giant block follows the previous one directly, in a part of its own
             gap = 0 if index else _SEPARATOR
-            if blocks and (index or size + gap + len(piece.text) > FORCED_CHARS or (size >= PART_CHARS and section)):
-                yield replace(doc, blocks=tuple(blocks)), offset
+            if held and (index or size + gap + len(piece.text) > FORCED_CHARS or (size >= PART_CHARS and section)):
+                yield replace(doc, blocks=tuple(held)), offset
                 offset += size + gap
-                blocks, size = [], 0
-            size += len(piece.text) + (gap if blocks else 0)
-            blocks.append(piece)
+                held, size = [], 0
+            size += len(piece.text) + (gap if held else 0)
+            held.append(piece)
         previous = block
-    if blocks:
-        yield replace(doc, blocks=tuple(blocks)), offset
+    if held:
+        yield replace(doc, blocks=tuple(held)), offset
 
 
 def _starts_section(previous: Block | None, block: Block) -> bool:
@@ -84,10 +91,18 @@ def _pieces(block: Block) -> list[Block]:
         return [block]
     pieces, start = [], 0
     while len(text) - start > FORCED_CHARS:
-        limit = start + FORCED_CHARS
-        cut = max(text.rfind("\n", start + FORCED_CHARS // 2, limit), text.rfind(" ", start + FORCED_CHARS // 2, limit))
-        end = cut + 1 if cut >= 0 else limit
+        end = cut_at_whitespace(text, start, FORCED_CHARS)
         pieces.append(replace(block, text=text[start:end]))
         start = end
     pieces.append(replace(block, text=text[start:]))
     return pieces
+
+
+def cut_at_whitespace(text: str, start: int, most: int) -> int:
+    """Where a piece of `text` from `start` of at most `most` characters ends: just after the
+    last space or line break in its second half (so a word is not cut), else at `most`.
+    Shared with the streamed paragraphs of a large text file (loaders/text.py), which are
+    cut the same way before they become blocks."""
+    limit = start + most
+    cut = max(text.rfind("\n", start + most // 2, limit), text.rfind(" ", start + most // 2, limit))
+    return cut + 1 if cut >= 0 else limit

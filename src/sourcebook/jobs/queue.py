@@ -158,7 +158,7 @@ class QueueRunner:
                     if parsed is not None:
                         payload = (parsed_to_bytes(parsed), PARSED_MEDIA_TYPE, {})
                     else:
-                        assert raw is not None
+                        assert isinstance(raw, RawSource)  # load_items streams no file unless asked
                         payload = (raw.data, raw.media_type, raw.metadata)
                 self._queue_one(parts, conn, app, spec, payload, existing is None)
                 queued.append(spec)

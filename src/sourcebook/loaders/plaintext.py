@@ -34,6 +34,21 @@ def _underlined_heading(lines: list[str]) -> tuple[str, tuple[str, bool], list[s
     return title, (adornment[0], overlined), rest
 
 
+def add_paragraph(builder: DocumentBuilder, paragraph: str, styles: list[tuple[str, bool]]) -> None:
+    """Add one blank-line separated paragraph: a reST-style title and what follows it, or body
+    text. `styles` lists the title styles seen so far (their order gives the levels), shared
+    with the streamed reading of a large file (textfile.py), which adds its paragraphs one by one."""
+    heading = _underlined_heading(paragraph.split("\n"))
+    if heading is None:
+        builder.add("paragraph", paragraph)
+        return
+    title, style, rest = heading
+    if style not in styles:
+        styles.append(style)
+    builder.heading(styles.index(style) + 1, title)
+    builder.add("paragraph", "\n".join(rest))
+
+
 class TextLoader:
     """Plain text and reStructuredText: paragraphs split on blank lines.
 
@@ -53,15 +68,6 @@ class TextLoader:
             return builder.build(source, title or title_from_source(source), self.media_types[0], {"encoding": encoding})
         styles: list[tuple[str, bool]] = []
         for paragraph in split_paragraphs(text):
-            lines = paragraph.split("\n")
-            heading = _underlined_heading(lines)
-            if heading is None:
-                builder.add("paragraph", paragraph)
-                continue
-            title, style, rest = heading
-            if style not in styles:
-                styles.append(style)
-            builder.heading(styles.index(style) + 1, title)
-            builder.add("paragraph", "\n".join(rest))
+            add_paragraph(builder, paragraph, styles)
         title = builder.first_heading or short_title(first_line(text))
         return builder.build(source, title, self.media_types[0], {"encoding": encoding})

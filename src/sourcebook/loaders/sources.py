@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import FileTooLargeError, LoaderError, SourcebookError, SourceNotFoundError, UnsupportedFormatError
@@ -73,12 +74,13 @@ def _read_file(source: str, limit: int) -> RawSource:
         raise LoaderError(source, f"cannot read file: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise FileTooLargeError(source, _too_large(len(data), limit))
-    metadata = {
-        "path": str(path.resolve()),
-        "size": len(data),
-        "mtime": datetime.fromtimestamp(info.st_mtime, tz=UTC).isoformat(),
-    }
-    return RawSource.from_bytes(source, data, None, metadata)
+    return RawSource.from_bytes(source, data, None, file_metadata(path, len(data), info))
+
+
+def file_metadata(path: Path, size: int, info: os.stat_result) -> dict[str, Any]:
+    """What reading a file records (`READER_METADATA`): its resolved path, size and mtime; the
+    same for a file read whole and one streamed (textfile.py)."""
+    return {"path": str(path.resolve()), "size": size, "mtime": datetime.fromtimestamp(info.st_mtime, tz=UTC).isoformat()}
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePath, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 import charset_normalizer
 
+from ..chunking.parts import cut_at_whitespace
 from ..errors import EmptyDocumentError, LoaderError
 from ..models import Block, BlockKind, ParsedDocument
 
@@ -52,7 +53,7 @@ def decode_text(data: bytes, source: str, declared: str | None = None) -> tuple[
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return data.decode(encoding, errors="replace"), encoding
-    if _looks_binary(data):
+    if looks_binary(data):
         raise LoaderError(source, "binary data, not text")
     for encoding in filter(None, (_web_encoding(declared), "utf-8")):
         try:
@@ -62,7 +63,8 @@ def decode_text(data: bytes, source: str, declared: str | None = None) -> tuple[
     return _detect(data, source)
 
 
-def _looks_binary(data: bytes) -> bool:
+def looks_binary(data: bytes) -> bool:
+    """Whether the first bytes of `data` hold NULs or too many control bytes for text."""
     sample = data[:_SNIFF_BYTES]
     if b"\x00" in sample:
         return True
@@ -141,13 +143,34 @@ def split_paragraphs(text: str) -> Iterator[str]:
     time: a large file's paragraphs are never all held as strings besides its blocks."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    start = 0
-    for blank in _BLANK_LINE.finditer(text):
-        if text[start : blank.start()].strip():
-            yield text[start : blank.start()]
-        start = blank.end()
-    if text[start:].strip():
-        yield text[start:]
+    return stream_paragraphs([text])
+
+
+def stream_paragraphs(pieces: Iterable[str], longest: int | None = None) -> Iterator[str]:
+    """`split_paragraphs` of a text given a piece at a time (line breaks already "\\n"): the
+    same paragraphs, holding only the one being read, so a large file is never held whole
+    (loaders/textfile.py). With `longest`, a paragraph longer than that (a text without blank
+    lines) comes in paragraphs of at most `longest` characters cut at whitespace, as the
+    chunker cuts a giant block into parts (chunking/parts.py), else it would be held whole.
+
+    A blank line found in the text read so far is one the whole text has at the same place:
+    what follows the last one found is kept and read on with the next piece."""
+    rest = ""
+    for piece in pieces:
+        text = rest + piece
+        start = 0
+        for blank in _BLANK_LINE.finditer(text):
+            if text[start : blank.start()].strip():
+                yield text[start : blank.start()]
+            start = blank.end()
+        while longest is not None and len(text) - start > longest:
+            end = cut_at_whitespace(text, start, longest)
+            if text[start:end].strip():
+                yield text[start:end]
+            start = end
+        rest = text[start:]
+    if rest.strip():
+        yield rest
 
 
 def title_from_source(source: str) -> str:
@@ -228,6 +251,12 @@ class DocumentBuilder:
         text = _CLEANERS.get(kind, clean_inline)(text)
         if text and (kind == "code" or not _NAV_STRIP.match(text)):
             self._blocks.append(Block(kind, text, self._path(), page))
+
+    def drain(self) -> list[Block]:
+        """Remove and return the blocks collected so far, keeping the open headings: a streamed
+        file (loaders/textfile.py) hands its blocks on as it reads them instead of holding all."""
+        blocks, self._blocks = self._blocks, []
+        return blocks
 
     def take_trailing(self, wanted: Callable[[Block], bool], most: int) -> list[str]:
         """Remove the last blocks (at most `most`, stopping at the first `wanted` refuses) and
