@@ -72,7 +72,10 @@ def test_mixed_answers_report_each_sentence(checker):
     assert result.check.sentences[1].supported_by == (2,)  # [1] does not support it, [2] does
     assert result.check.verdict == "partially_supported"
     assert result.check.supported_ratio == pytest.approx(2 / 3)
-    assert [c.n for c in result.citations] == [1, 1, 2]
+    # Citations are listed once per (source, quote): which passage of [1] is nearest to the
+    # password claim depends on the model's precision (at int8 it is the leave sentence itself).
+    assert {c.n for c in result.citations} == {1, 2}
+    assert all(c.supported for c in result.citations if c.n == 2)
 
 
 def test_an_empty_answer_has_no_claims(checker):
