@@ -303,9 +303,6 @@ class LocalEmbedder:
         """The graph's outputs for a padded batch: the token states, then (a graph built by
         bert_onnx) the states of the rows in `confined` (row -> its tokens' attention matrix)
         under that attention, in row order."""
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
         if self.confines_windows:
             feeds = plain_feeds(ids, mask)
             rows = sorted(confined or {})
@@ -313,6 +310,10 @@ class LocalEmbedder:
                 size = len(confined[row])  # type: ignore[index]
                 feeds["token_mask"][row, :size, :size] = confined[row]  # type: ignore[index]
             feeds["window_rows"] = np.asarray(rows, dtype=np.int64)
+        else:  # a user's own graph: the plain inputs it declares
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
         if session is not None:
             return session.run(None, feeds)  # type: ignore[no-any-return]
         session = self._idle.get()
