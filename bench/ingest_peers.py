@@ -37,10 +37,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))
 CONFIGS = {
-    "int8+windows": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "true"},
+    "int8+windows": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                     "SOURCEBOOK_WINDOW_POOLING": "separate"},
     "int8": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "false"},
-    "fp32+windows": {"SOURCEBOOK_EMBEDDING_PRECISION": "fp32", "SOURCEBOOK_VECTOR_WINDOWS": "true"},
+    "fp32+windows": {"SOURCEBOOK_EMBEDDING_PRECISION": "fp32", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                     "SOURCEBOOK_WINDOW_POOLING": "separate"},
     "fp32": {"SOURCEBOOK_EMBEDDING_PRECISION": "fp32", "SOURCEBOOK_VECTOR_WINDOWS": "false"},
+    # Window vectors pooled from the chunk's own pass instead of embedded one by one (settings.py).
+    "int8+confined": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                      "SOURCEBOOK_WINDOW_POOLING": "confined"},
+    "int8+late": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                  "SOURCEBOOK_WINDOW_POOLING": "late"},
 }
 PEER = """
 import json, sys, time
