@@ -162,7 +162,7 @@ def main() -> None:
         stages = row["stages"]
         print(f"| {name} | {row['add_seconds']:.1f} | {row['ratio_to_peer']:.2f} | {row['cpu_seconds']:.1f} | "
               f"{row['cpu_ratio_to_peer']:.2f} | {row['chunks']} | {row['tokens']} | "
-              f"{row['padding']:.3f} | " + " | ".join(f"{stages[s]:.1f}" for s in ("load", "chunk", "tokenize", "model", "write"))
+              f"{'n/a' if row['padding'] is None else format(row['padding'], '.3f')} | " + " | ".join(f"{stages[s]:.1f}" for s in ("load", "chunk", "tokenize", "model", "write"))
               + " |")
 
 

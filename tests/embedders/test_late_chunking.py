@@ -10,6 +10,7 @@ import pytest
 from sourcebook.embedders import LocalEmbedder
 from sourcebook.embedders.base import span_embedder
 from sourcebook.embedders.late_chunking import confined_attention, pool_windows
+from sourcebook.profiling import profiled
 
 TITLE = "Harbor notes"
 FIRST = "The ferry leaves the harbor at seven every morning."
@@ -150,3 +151,16 @@ def test_a_confined_window_is_nearer_its_sentences_read_alone_than_a_late_one(em
     _, [confined] = embedder.embed_documents_with_spans([LONG], [windows], confine=True)
     for window, reference in ((0, 0), (2, 1)):
         assert confined[window] @ alone[reference] > late[window] @ alone[reference] + 0.01
+
+
+def test_pooled_windows_are_profiled_like_plain_embedding(embedder):
+    """`add --profile` counts the tokens of texts embedded with their windows as it does plain
+    ones: the same real and padded tokens, since the windows add no sequence."""
+    texts = [TEXT, "a chunk without windows"]
+    with profiled() as plain:
+        embedder.embed_documents(texts)
+    with profiled() as pooled:
+        embedder.embed_documents_with_spans(texts, [[(span_of(FIRST), span_of(SECOND))], []])
+    assert pooled.counts["tokens"] == plain.counts["tokens"] > 0
+    assert pooled.counts["padded_tokens"] == plain.counts["padded_tokens"]
+    assert pooled.padding() is not None

@@ -167,6 +167,13 @@ def _bert_graph(bert_dir: Path, precision: str) -> bytes | str:
     return str(cached)
 
 
+def _count_batch(lengths: list[int]) -> None:
+    """Profile one padded batch (`add --profile`): its real tokens, and the tokens the model
+    computed, every row padded to the longest."""
+    count("tokens", sum(lengths))
+    count("padded_tokens", len(lengths) * max(lengths))
+
+
 def _segments(text: str) -> Iterator[str]:
     """`text` cut at whitespace into pieces of about `_SEGMENT_CHARS` (one piece if short;
     a run without whitespace stays whole)."""
@@ -334,8 +341,7 @@ class LocalEmbedder:
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
             out[batch] = vectors
-            count("tokens", sum(len(rows[i]) for i in batch))
-            count("padded_tokens", len(batch) * len(rows[batch[-1]]))
+            _count_batch([len(rows[i]) for i in batch])
             if progress:
                 progress(len(batch))
         assert out is not None
@@ -426,6 +432,7 @@ class LocalEmbedder:
         lengths = [min(len(encoding.ids), limit) for encoding in encodings]
         for batch, (own, pooled) in self._each_batch(self._batches(lengths), pool):
             vectors[batch] = own
+            _count_batch([lengths[i] for i in batch])
             for index, found in zip(batch, pooled):
                 windows[index] = found
             if progress:
