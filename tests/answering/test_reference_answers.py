@@ -195,3 +195,17 @@ def test_a_table_row_answers_with_its_header(tmp_path: Path) -> None:
         answer = kb.ask("What is the default of chunk_overlap?")
     assert answer.answer.startswith("| Setting | Default | Meaning | | chunk_overlap | 0.15 |")
     assert answer.citations[0].quote == "| chunk_overlap | 0.15 | the share of a chunk repeated in the next |"
+
+
+def test_a_question_set_in_something_the_manual_never_names_abstains(manual_kb: KnowledgeBase) -> None:
+    """Every other word is the manual's own and the answer would quote the parameter asked about,
+    so the fitted gate lets it through; but the manual never mentions replicas (answering/evidence.py,
+    unknown_setting)."""
+    question = "What is the default value of max_clients for replicas?"
+    answer = manual_kb.ask(question)
+    assert answer.abstained and answer.citations == ()
+    manual_kb.settings.answer_min_answerable = 0.0  # the abstention gate off: the rule with it
+    try:
+        assert not manual_kb.ask(question).abstained
+    finally:
+        manual_kb.settings.answer_min_answerable = None
