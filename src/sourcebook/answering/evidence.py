@@ -30,8 +30,8 @@ which the lower-cased keyword index loses.
 
 One piece of evidence is a rule rather than a feature, `unknown_setting`: a question that closes by
 setting what it asks in something ("... with git daemon?", "... on macOS?", "... in Visual Studio
-Code?") whose words no chunk holds, while the knowledge base holds every other word of the
-question. The rest of the question is then in the documents' own words, so retrieval finds
+Code?", "... with git send-email?") whose words no chunk holds, or whose compound name no
+retrieved chunk writes, while the knowledge base holds every other word of the question. The rest of the question is then in the documents' own words, so retrieval finds
 on-topic chunks and the fitted features read it as answerable; but the one thing the question is
 about is never mentioned. Both conditions are needed: a word absent from a small knowledge base
 is often paraphrase ("...pushed in the meantime?" over a two-page manual, where other words of
@@ -43,9 +43,9 @@ questions over the Python docs showed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ..models import Answer, TermStatistics
+from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
 from ..stores.bm25 import query_terms
 from .lexical import chunk_text, cited_hits
@@ -59,6 +59,8 @@ _PREPOSITIONS = r"(?:with|using|in|on|for|via|from|under|inside)"
 _SETTING = re.compile(
     rf"(?<=\S\s){_PREPOSITIONS}\s+((?:(?!\b{_PREPOSITIONS}\b)[^?.,;])+)[?.]?\s*$", re.IGNORECASE
 )
+# A compound name: words joined by "-", ".", "/", ":", "@" or "=" (send-email, core.autocrlf), or a flag.
+_COMPOUND = re.compile(r"(?<![\w-])(?:--?\w[\w-]*|\w+(?:[-./:@=]\w+)+)")
 
 
 def question_names(question: str) -> list[str]:
@@ -104,16 +106,23 @@ def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) ->
     return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
 
 
-def unknown_setting(question: str, stats: TermStatistics) -> tuple[str, ...]:
-    """The terms of the phrase `question` closes with ("with git daemon") that no chunk of the
-    knowledge base holds, when it holds every other term of the question; () otherwise.
-    `stats` is the knowledge base's `term_statistics(question)`."""
+def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:
+    """What the phrase `question` closes with ("with git daemon", "with git send-email") names
+    that the knowledge base does not: its terms no chunk holds, and its compound names (a command,
+    option or file name: `send-email`, `--dry-run`, `postgresql.conf`) that no retrieved chunk
+    writes whole; () when the knowledge base lacks any other term of the question, or when the
+    question closes with no such phrase. `stats` is the knowledge base's
+    `term_statistics(question)`; `hits` the chunks retrieved for it.
+
+    A compound is looked for in the retrieved chunks, as the keyword index holds only its words
+    (`send`, `email`): a chunk writing it would be retrieved for them."""
     match = _SETTING.search(question)
     counts = stats.frequencies
     if match is None or stats.chunks <= 0:
         return ()
     setting = [term for term in query_terms(match.group(1)) if term in counts]
-    absent = tuple(term for term in setting if counts[term] == 0)
     if any(count == 0 for term, count in counts.items() if term not in setting):
         return ()
-    return absent
+    retrieved = [chunk_text(hit) for hit in hits]
+    unwritten = [name for name in _COMPOUND.findall(match.group(1)) if not _written(name.lower(), retrieved)]
+    return (*(term for term in setting if counts[term] == 0), *unwritten)
