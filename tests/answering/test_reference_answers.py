@@ -176,6 +176,16 @@ def test_a_missing_default_is_looked_for_only_when_asked() -> None:
     assert missing_value(Focus.of("What does gc do?"), ["It collects garbage."]) is None
 
 
+def test_a_command_asked_for_is_looked_for_when_the_answer_names_none() -> None:
+    question = Focus.of("Which command lets accented characters inherit the settings of their base character?")
+    wanted = missing_value(question, ["In most cases, accented characters should inherit the settings."])
+    assert wanted is not None and wanted("Using the command \\DeclareCharacterInheritance, you may declare classes.")
+    assert not wanted("Such classes of characters are declared in pairs.")
+    # an entry's sentence is stated with its term, which names what was asked
+    assert missing_value(question, ["\\DeclareCharacterInheritance: Base characters may have lists."]) is None
+    assert missing_value(Focus.of("How do I make accented characters inherit the settings?"), ["They inherit."]) is None
+
+
 SETTINGS_TABLE = """# Search settings
 
 These settings shape every search the service runs; the table lists each with its default.
