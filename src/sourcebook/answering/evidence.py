@@ -31,9 +31,10 @@ which the lower-cased keyword index loses.
 One piece of evidence is a rule rather than a feature, `unknown_setting`: a question that closes by
 setting what it asks in something ("... with git daemon?", "... on macOS?", "... in Visual Studio
 Code?", "... with git send-email?") whose words no chunk holds, or whose compound name no
-retrieved chunk writes, while the knowledge base holds every other word of the question. The rest of the question is then in the documents' own words, so retrieval finds
-on-topic chunks and the fitted features read it as answerable; but the one thing the question is
-about is never mentioned. Both conditions are needed: a word absent from a small knowledge base
+retrieved chunk writes, while the knowledge base holds every other word of the question. The
+rest of the question is then in the documents' own words, so retrieval finds on-topic chunks and
+the fitted features read it as answerable; but the one thing the question is about is never
+mentioned. Both conditions are needed: a word absent from a small knowledge base
 is often paraphrase ("...pushed in the meantime?" over a two-page manual, where other words of
 the question are absent too), and a word absent outside the closing phrase is often a passing
 one ("a linked worktree on a removable drive", "is it dangerous to load..."), which held-out

@@ -62,14 +62,15 @@ class Focus:
     wants_default: bool
     wants_name: bool
     wants_number: bool
-    wants_kind: bool = False
+    wants_kind: bool
     """The question asks for a name of a kind ("Which command..."), not just how to do something."""
 
     @classmethod
     def of(cls, question: str) -> Focus:
         return cls(
             tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
-            bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)), bool(_WANTS_KIND.search(question)),
+            bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
+            bool(_WANTS_KIND.search(question)),
         )
 
 
