@@ -120,7 +120,8 @@ class Settings(BaseSettings):
     answer_min_answerable: float | None = Field(
         None, ge=0, le=1,
         description="abstain when the calibrated probability that the documents hold an answer is below this "
-        "(None = the threshold fitted with the calibration, answering/confidence.py; 0 = never on this ground)",
+        "(None = the threshold fitted with the calibration, answering/confidence.py; 0 = the gate off: never "
+        "on this ground, nor because the question is set in something no document names, answering/evidence.py)",
     )
     answer_sources: int = Field(5, ge=1, description="chunks considered when composing an answer")
     answer_sentences: int = Field(4, ge=1, description="most sentences in an extractive answer")

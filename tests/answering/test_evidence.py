@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sourcebook.answering.evidence import missing_name_rarity, question_names
+from sourcebook.answering.evidence import missing_name_rarity, question_names, unknown_setting
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
 
@@ -80,3 +80,40 @@ def test_names_count_as_cited_only_when_written_as_names() -> None:
 def test_a_question_that_names_nothing_has_nothing_missing() -> None:
     question = "How do I change the page margins?"
     assert missing_name_rarity(question, _answer(question, (), ()), TermStatistics(5, {"page": 0})) == 0.0
+
+
+def test_a_question_set_in_something_no_chunk_holds_is_outside_the_knowledge_base() -> None:
+    question = "How do I serve repositories over the git:// protocol with git daemon?"
+    stats = TermStatistics(1324, {"serv": 2, "repositori": 154, "git": 1317, "protocol": 18, "daemon": 0})
+    assert unknown_setting(question, stats, ()) == ("daemon",)
+    assert unknown_setting(question, TermStatistics(1324, {**stats.frequencies, "daemon": 3}), ()) == ()
+    macos = TermStatistics(1324, {"gener": 40, "ssh": 6, "kei": 30, "git": 1317, "maco": 0})
+    assert unknown_setting("How do I generate an SSH key for Git on macOS?", macos, ()) == ("maco",)
+
+
+def test_a_compound_name_the_retrieved_chunks_never_write_is_unknown() -> None:
+    question = "How do I send my patch series to a mailing list with git send-email?"
+    stats = TermStatistics(1324, {"send": 10, "patch": 87, "seri": 9, "mail": 14, "list": 120, "git": 1317, "email": 10})
+    apply = (_hit(1, "git-am - Apply a series of patches from a mailbox; send an email to the list."),)
+    assert unknown_setting(question, stats, apply) == ("send-email",)
+    documented = (*apply, _hit(2, "git send-email takes the patches given on the command line and emails them."))
+    assert unknown_setting(question, stats, documented) == ()
+    # only in the closing phrase: a hyphenated word elsewhere is prose ("user-supplied", "one-line")
+    prose = "How do I time a one-line statement from the shell?"
+    assert unknown_setting(prose, TermStatistics(90, {"time": 9, "on": 3, "line": 9, "statement": 5, "shell": 4}), ()) == ()
+
+
+def test_only_the_closing_phrase_of_an_otherwise_known_question_counts() -> None:
+    # paraphrase: the knowledge base lacks other words of the question too ("losing", "somebody")
+    meantime = "How do I push without losing commits somebody else pushed in the meantime?"
+    small = TermStatistics(6, {"push": 3, "lose": 0, "commit": 2, "somebodi": 0, "els": 1, "meantim": 0})
+    assert unknown_setting(meantime, small, ()) == ()
+    # a word outside the closing phrase is a passing one, however absent
+    drive = "How do I prevent a linked worktree on a removable drive from being pruned?"
+    worktree = TermStatistics(1324, {"prevent": 9, "link": 50, "worktre": 30, "remov": 40, "drive": 0, "prune": 12})
+    assert unknown_setting(drive, worktree, ()) == ()
+    # the opening "In" does not set the question in anything; nor does a question with no closing phrase
+    opening = TermStatistics(205, {"file": 80, "rais": 2, "pdftex": 40, "memori": 3, "paramet": 9, "tex": 0, "live": 2})
+    assert unknown_setting("In which file do I raise pdfTeX's memory parameters?", opening, ()) == ()
+    assert unknown_setting("Which option is absent?", TermStatistics(10, {"option": 0, "absent": 0}), ()) == ()
+    assert unknown_setting("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()

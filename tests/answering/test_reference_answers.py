@@ -176,6 +176,16 @@ def test_a_missing_default_is_looked_for_only_when_asked() -> None:
     assert missing_value(Focus.of("What does gc do?"), ["It collects garbage."]) is None
 
 
+def test_a_command_asked_for_is_looked_for_when_the_answer_names_none() -> None:
+    question = Focus.of("Which command lets accented characters inherit the settings of their base character?")
+    wanted = missing_value(question, ["In most cases, accented characters should inherit the settings."])
+    assert wanted is not None and wanted("Using the command \\DeclareCharacterInheritance, you may declare classes.")
+    assert not wanted("Such classes of characters are declared in pairs.")
+    # an entry's sentence is stated with its term, which names what was asked
+    assert missing_value(question, ["\\DeclareCharacterInheritance: Base characters may have lists."]) is None
+    assert missing_value(Focus.of("How do I make accented characters inherit the settings?"), ["They inherit."]) is None
+
+
 SETTINGS_TABLE = """# Search settings
 
 These settings shape every search the service runs; the table lists each with its default.
@@ -195,3 +205,17 @@ def test_a_table_row_answers_with_its_header(tmp_path: Path) -> None:
         answer = kb.ask("What is the default of chunk_overlap?")
     assert answer.answer.startswith("| Setting | Default | Meaning | | chunk_overlap | 0.15 |")
     assert answer.citations[0].quote == "| chunk_overlap | 0.15 | the share of a chunk repeated in the next |"
+
+
+def test_a_question_set_in_something_the_manual_never_names_abstains(manual_kb: KnowledgeBase) -> None:
+    """Every other word is the manual's own and the answer would quote the parameter asked about,
+    so the fitted gate lets it through; but the manual never mentions replicas (answering/evidence.py,
+    unknown_setting)."""
+    question = "What is the default value of max_clients for replicas?"
+    answer = manual_kb.ask(question)
+    assert answer.abstained and answer.citations == ()
+    manual_kb.settings.answer_min_answerable = 0.0  # the abstention gate off: the rule with it
+    try:
+        assert not manual_kb.ask(question).abstained
+    finally:
+        manual_kb.settings.answer_min_answerable = None

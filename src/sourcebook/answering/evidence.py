@@ -27,14 +27,26 @@ with capitals ("Windows", "LFS", "Overleaf", "ConTeXt"), and a manual about some
 tends to use the same letters, if at all, as a plain word ("windows" of a pager, "context").
 Requiring a name to be written with a capital in the cited chunks keeps that distinction,
 which the lower-cased keyword index loses.
+
+One piece of evidence is a rule rather than a feature, `unknown_setting`: a question that closes by
+setting what it asks in something ("... with git daemon?", "... on macOS?", "... in Visual Studio
+Code?", "... with git send-email?") whose words no chunk holds, or whose compound name no
+retrieved chunk writes, while the knowledge base holds every other word of the question. The
+rest of the question is then in the documents' own words, so retrieval finds on-topic chunks and
+the fitted features read it as answerable; but the one thing the question is about is never
+mentioned. Both conditions are needed: a word absent from a small knowledge base
+is often paraphrase ("...pushed in the meantime?" over a two-page manual, where other words of
+the question are absent too), and a word absent outside the closing phrase is often a passing
+one ("a linked worktree on a removable drive", "is it dangerous to load..."), which held-out
+questions over the Python docs showed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ..models import Answer, TermStatistics
+from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
 from ..stores.bm25 import query_terms
 from .lexical import chunk_text, cited_hits
@@ -42,6 +54,14 @@ from .lexical import chunk_text, cited_hits
 _WORD = re.compile(r"\w+")
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
+# The question's closing prepositional phrase, after its last "with", "on", "in", ... (not its
+# first word: "In which file..." opens a question, it does not set it in anything).
+_PREPOSITIONS = r"(?:with|using|in|on|for|via|from|under|inside)"
+_SETTING = re.compile(
+    rf"(?<=\S\s){_PREPOSITIONS}\s+((?:(?!\b{_PREPOSITIONS}\b)[^?.,;])+)[?.]?\s*$", re.IGNORECASE
+)
+# A compound name: words joined by "-", ".", "/", ":", "@" or "=" (send-email, core.autocrlf), or a flag.
+_COMPOUND = re.compile(r"(?<![\w-])(?:--?\w[\w-]*|\w+(?:[-./:@=]\w+)+)")
 
 
 def question_names(question: str) -> list[str]:
@@ -85,3 +105,25 @@ def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) ->
     cited = [chunk_text(hit) for hit in cited_hits(answer)]
     uncited = [name for name in question_names(question) if not _written(name, cited)]
     return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
+
+
+def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:
+    """What the phrase `question` closes with ("with git daemon", "with git send-email") names
+    that the knowledge base does not: its terms no chunk holds, and its compound names (a command,
+    option or file name: `send-email`, `--dry-run`, `postgresql.conf`) that no retrieved chunk
+    writes whole; () when the knowledge base lacks any other term of the question, or when the
+    question closes with no such phrase. `stats` is the knowledge base's
+    `term_statistics(question)`; `hits` the chunks retrieved for it.
+
+    A compound is looked for in the retrieved chunks, as the keyword index holds only its words
+    (`send`, `email`): a chunk writing it would be retrieved for them."""
+    match = _SETTING.search(question)
+    counts = stats.frequencies
+    if match is None or stats.chunks <= 0:
+        return ()
+    setting = [term for term in query_terms(match.group(1)) if term in counts]
+    if any(count == 0 for term, count in counts.items() if term not in setting):
+        return ()
+    retrieved = [chunk_text(hit) for hit in hits]
+    unwritten = [name for name in _COMPOUND.findall(match.group(1)) if not _written(name.lower(), retrieved)]
+    return (*(term for term in setting if counts[term] == 0), *unwritten)

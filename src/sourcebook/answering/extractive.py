@@ -89,7 +89,7 @@ class ExtractiveAnswerer:
         ranked = sorted(_defining(question, scored), key=lambda s: -s.rank_score)
         top = ranked[0].rank_score
         chosen = [s for s in ranked if s.rank_score >= top - SELECTION_MARGIN][: self._config.max_sentences]
-        wanted = missing_value(Focus.of(question), [s.text for s in chosen])
+        wanted = missing_value(Focus.of(question), [stated(s.text, s.hit.chunk) for s in chosen])
         if wanted is not None:  # the best sentence names the setting; its neighbour may give the value
             source = chosen[0].hit.chunk.id
             extra = next((s for s in ranked if s.hit.chunk.id == source and s not in chosen and wanted(s.text)), None)

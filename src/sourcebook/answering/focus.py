@@ -23,6 +23,12 @@ _WANTS_NAME = re.compile(
     r"\b(?:how (?:do|can|should) (?:i|you|we)|which|what (?:option|flag|command|setting|variable|parameter|switch|key))\b",
     re.IGNORECASE,
 )
+# "Which command...", "what configuration variable...": the answer is a name of that kind.
+_WANTS_KIND = re.compile(
+    r"\b(?:which|what)\s+(?:[\w-]+\s+)?"
+    r"(?:command|option|macro|flag|switch|variable|setting|parameter|key|environment|function|method|alias)s?\b",
+    re.IGNORECASE,
+)
 _WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 _LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
@@ -56,12 +62,15 @@ class Focus:
     wants_default: bool
     wants_name: bool
     wants_number: bool
+    wants_kind: bool
+    """The question asks for a name of a kind ("Which command..."), not just how to do something."""
 
     @classmethod
     def of(cls, question: str) -> Focus:
         return cls(
             tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
             bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
+            bool(_WANTS_KIND.search(question)),
         )
 
 
@@ -115,13 +124,18 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
 
 
 def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] | None:
-    """What the `chosen` sentences fail to state although the question asks it (the default, a
-    number), as a test for a sentence that states it; None when nothing asked is missing. "The
-    window size used by git gc --aggressive" describes the setting; "This defaults to 250" answers."""
+    """What the `chosen` sentences (as the answer states them) fail to state although the question
+    asks it (the default, a number, the name of the command asked for), as a test for a sentence
+    that states it; None when nothing asked is missing. "The window size used by git gc
+    --aggressive" describes the setting; "This defaults to 250" answers. "Accented characters
+    should inherit the settings from the base character" does not answer "Which command lets
+    accented characters inherit...?"; "Using the command \\DeclareCharacterInheritance..." does."""
     if focus.wants_default and not any(_DEFAULT.search(text) for text in chosen):
         return lambda text: bool(_DEFAULT.search(text))
     if focus.wants_number and not any(_DIGIT.search(text) for text in chosen):
         return lambda text: bool(_DIGIT.search(text))
+    if focus.wants_kind and not any(identifiers(text) for text in chosen):
+        return lambda text: bool(identifiers(text))
     return None
 
 
