@@ -1,0 +1,305 @@
+"""Whether a claim that shares its source's words still says what the source says.
+
+An LLM turns a true sentence false while keeping almost all of its words: it changes a
+number or its unit, an option or a name, drops in a "not" or an antonym, or makes a hedged
+statement absolute. Word overlap and embeddings barely move for such a claim (the
+embedding of "stops working" is close to that of "keeps working"), so the citation check
+caps its support when one of these checks finds a difference:
+
+- numbers: every number the claim states is in the source (digits or number words), and a
+  unit after it ("2 days") is a word of the source;
+- identifiers and names: options (-x, --prune), dotted keys and paths (gc.pruneExpire,
+  /usr/bin/python), code-like words (GIT_EDITOR, python3, macOS, TCP) and capitalised names
+  are in the source, options with their case (git's -x and -X differ);
+- negation, by scope rather than by sentence: a negated phrase of the claim (the content
+  words after "not", "never", "without", "refuses to"...) must be negated in the source
+  when the source speaks of it, and a phrase the source's nearest sentences negate must not
+  be stated plainly by the claim; a negation elsewhere in a sentence ("if the size isn't
+  known") says nothing about the claim;
+- antonyms: the claim does not use a word whose opposite (ANTONYMS, a small lexicon of
+  documentation verbs and adjectives) the nearest sentences use, unless one side negates it;
+- strength: a universal quantifier (all, every, always), a necessity (must, required) or an
+  exclusive "only" in the claim appears in the nearest sentences in some form ("Some people
+  find vi difficult" does not support "Everyone finds vi difficult").
+
+WordNet would give more antonyms but is a 30 MB data package for a few dozen pairs that
+matter in documentation; the lexicon is listed here and can grow.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..stopwords import STOPWORDS
+from .lexical import stem_words
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())} | {
+    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100", "thousand": "1000"}
+# "one" reads as an article as often as a number ("one gateway handles 250 sensors"): a claim's
+# "one" is not checked, a source's still matches a claimed 1.
+_LOOSE_NUMBER_WORDS = frozenset({"zero", "one"})
+_UNITS = frozenset(
+    "ms millisecond second sec minute min hour hr day week month year byte kb mb gb tb kib mib gib tib bit "
+    "percent character char line row column page".split())
+_CURRENCY_CODES = {"£": "GBP", "$": "USD", "€": "EUR", "¥": "JPY"}
+_AMOUNT = re.compile(r"([£$€¥]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\b)\s?(\d+(?:[.,]\d+)*)", re.IGNORECASE)
+_WORD = re.compile(r"[\w'’]+|[,;:.!?()]")
+_BOUNDARY = frozenset(",;:.!?()") | frozenset("but since because unless although though while whereas which so if".split())
+_NEGATION_CUES = frozenset(
+    "not no never none neither nor cannot without refuse refuses refused fail fails failed unable lack lacks".split())
+_SCOPE_TERMS = 3
+_CONTEXT = 5
+_NAME = re.compile(r"\b[A-Z][\w-]*[a-z0-9][\w-]*")
+_STRIP = "\"'`()[]{},;:!?<>*"
+
+# Opposites that documentation states and a generator swaps. Each pair is matched in any of
+# its words' forms (FORMS adds irregular ones).
+ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("increase", "decrease"), ("increase", "reduce"), ("raise", "lower"), ("grow", "shrink"), ("more", "less"),
+    ("more", "fewer"), ("larger", "smaller"), ("bigger", "smaller"), ("higher", "lower"), ("longer", "shorter"),
+    ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"), ("first", "last"),
+    ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"),
+    ("enable", "disable"), ("allow", "deny"), ("allow", "forbid"), ("allow", "prevent"), ("accept", "reject"),
+    ("include", "exclude"), ("add", "remove"), ("create", "delete"), ("create", "destroy"), ("open", "close"),
+    ("lock", "unlock"), ("show", "hide"), ("remember", "forget"), ("use", "ignore"), ("permanent", "temporary"),
+    ("permanently", "temporarily"), ("persistent", "temporary"), ("public", "private"), ("local", "remote"),
+    ("internal", "external"), ("read", "write"), ("upload", "download"), ("push", "pull"), ("import", "export"),
+    ("encrypt", "decrypt"), ("compress", "decompress"), ("succeed", "fail"), ("success", "failure"),
+    ("valid", "invalid"), ("true", "false"), ("required", "optional"), ("mandatory", "optional"),
+    ("minimum", "maximum"), ("upper", "lower"), ("above", "below"), ("inside", "outside"), ("online", "offline"),
+    ("synchronous", "asynchronous"), ("absolute", "relative"), ("explicit", "implicit"), ("explicitly", "implicitly"),
+    ("automatic", "manual"), ("automatically", "manually"), ("safe", "unsafe"), ("secure", "insecure"),
+    ("easy", "difficult"), ("easy", "hard"), ("simple", "complex"), ("supported", "unsupported"),
+    ("visible", "hidden"), ("same", "different"), ("attach", "detach"), ("mount", "unmount"),
+    ("install", "uninstall"), ("upgrade", "downgrade"), ("ascending", "descending"), ("continue", "abort"),
+    ("before", "after"), ("old", "new"), ("older", "newer"), ("oldest", "newest"), ("latest", "earliest"),
+)
+FORMS: dict[str, tuple[str, ...]] = {
+    "forget": ("forgot", "forgotten"), "lose": ("lost",), "hide": ("hid", "hidden"), "write": ("wrote", "written"),
+    "grow": ("grew", "grown"), "shrink": ("shrank", "shrunk"), "keep": ("kept",), "begin": ("began", "begun"),
+}
+# A claim word of each kind, and the source words that license it: "each" and "per" license
+# "every" (a paraphrase of "27 days per year" says "each year"), "need" licenses "must".
+_STRENGTH: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "universal": (frozenset("all every everyone everybody everything always".split()),
+                  frozenset("each per any whenever".split())),
+    "necessity": (frozenset("must required require requires mandatory necessary".split()),
+                  frozenset("need needs needed unless only".split())),
+    "exclusive": (frozenset("only solely exclusively".split()),
+                  frozenset("specifically just alone sole unless except".split())),
+}
+
+
+def contradiction(claim: str, source: str, nearest: str) -> str | None:
+    """Why the claim says something other than `source` while sharing its words, or None.
+
+    `nearest` is the source's text closest to the claim (a sentence or two): negation,
+    antonyms and strength are compared with it, numbers and names with the whole source.
+    """
+    checks = (
+        _missing(_numbers(claim, claimed=True) - _numbers(source, claimed=False), "number"),
+        _missing(_unitless(claim, source), "unit"),
+        _missing(_other_currency(claim, source), "amount in another currency in the source"),
+        _missing(_displaced_numbers(claim, source), "number said of something else in the source"),
+        _missing(_identifiers(claim, source), "identifier"),
+        _negation(claim, source, nearest),
+        _antonym(claim, source, nearest),
+        _strength(claim, nearest),
+    )
+    return next((reason for reason in checks if reason), None)
+
+
+def _missing(found: Iterable[str], what: str) -> str | None:
+    words = sorted(found)
+    return f"{what} not in the source: {', '.join(words)}" if words else None
+
+
+def _numbers(text: str, *, claimed: bool) -> set[str]:
+    """Digits, and number words as digits; a claim's "one" is left out (see _LOOSE_NUMBER_WORDS)."""
+    found = {m.group().replace(",", "") for m in _NUMBER.finditer(text)}
+    for word in _tokens(text):
+        if word in _NUMBER_WORDS and not (claimed and word in _LOOSE_NUMBER_WORDS):
+            found.add(_NUMBER_WORDS[word])
+    return found
+
+
+def _number_contexts(text: str) -> dict[str, list[set[str]]]:
+    """Each number of `text` (as digits), with the content stems around each of its occurrences."""
+    words = re.findall(r"\d+(?:[.,:]\d+)*|[^\W\d_][\w'’-]*", text)
+    keys = [w.replace(",", "") if w[0].isdigit() else _NUMBER_WORDS.get(w.lower()) for w in words]
+    content = [k or (None if w.lower() in STOPWORDS else _terms(w)[0] if _terms(w) else None) for w, k in zip(words, keys)]
+    contexts: dict[str, list[set[str]]] = {}
+    for i, key in enumerate(keys):
+        if key is not None and words[i].lower() not in _LOOSE_NUMBER_WORDS:
+            around = content[max(0, i - _CONTEXT):i] + content[i + 1:i + 1 + _CONTEXT]
+            contexts.setdefault(key, []).append({c for c in around if c})
+    return contexts
+
+
+def _displaced_numbers(claim: str, source: str) -> set[str]:
+    """Numbers the source states, but never near any word the claim puts around them
+    ("up to £250 per night" for London, when £250 is the source's figure for a week on call)."""
+    in_source = _number_contexts(source)
+    return {
+        number for number, contexts in _number_contexts(claim).items() if number in in_source
+        for around in contexts if around and not any(around & other for other in in_source[number])
+    }
+
+
+def _amounts(text: str) -> set[tuple[str, str]]:
+    """(currency, number) for each amount of money in `text`: "£250" and "GBP 250" are ("GBP", "250")."""
+    return {(_CURRENCY_CODES.get(m.group(1), m.group(1).upper()), m.group(2).replace(",", ""))
+            for m in _AMOUNT.finditer(text)}
+
+
+def _other_currency(claim: str, source: str) -> set[str]:
+    """Amounts of the claim whose number the source gives only in another currency."""
+    in_source = _amounts(source)
+    numbers = {number for _, number in in_source}
+    return {f"{currency} {number}" for currency, number in _amounts(claim) - in_source if number in numbers}
+
+
+def _unitless(claim: str, source: str) -> set[str]:
+    """Units after the claim's numbers ("2 days") that the source never names."""
+    words = _tokens(claim)
+    source_words = {_singular(w) for w in _tokens(source)}
+    return {
+        following for word, following in zip(words, words[1:])
+        if (_NUMBER.fullmatch(word) or word in _NUMBER_WORDS)
+        and _singular(following) in _UNITS and _singular(following) not in source_words
+    }
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _identifiers(claim: str, source: str) -> set[str]:
+    """The claim's identifiers and names that the source lacks (see the module docstring)."""
+    source_tokens = {_strip(t) for t in source.split()}
+    lower_tokens = {t.lower() for t in source_tokens} | {w.lower() for w in re.findall(r"[\w'-]+", source)}
+    missing = set()
+    for raw in claim.split():
+        token = _strip(raw)
+        if re.fullmatch(r"-[A-Za-z]", token):
+            if token not in source_tokens:
+                missing.add(token)
+        elif _is_identifier(token) and token.lower() not in lower_tokens:
+            missing.add(token)
+    first = _NAME.match(claim)
+    names = {m.group() for m in _NAME.finditer(claim) if first is None or m.start() > 0}
+    return missing | {n for n in names if n.lower() not in lower_tokens}
+
+
+def _strip(token: str) -> str:
+    return token.strip(_STRIP + ".")
+
+
+def _is_identifier(token: str) -> bool:
+    """Code rather than prose: an option, a dotted key or path, snake_case, camelCase, ACRONYM, word+digits."""
+    if re.fullmatch(r"[a-z]+/[a-z]+", token):  # and/or, read/write
+        return False
+    return bool(
+        re.fullmatch(r"--?[A-Za-z][\w-]*(?:=\S*)?", token)
+        or re.search(r"\w[._/]\w|^[~/]\w|_|[a-z][A-Z]", token)
+        or re.fullmatch(r"[A-Z][A-Z0-9]+", token)
+        or (re.search(r"[A-Za-z]", token) and re.search(r"\d", token) and not _NUMBER.fullmatch(token))
+    )
+
+
+def _terms(text: str) -> list[str]:
+    """Stems that match across inflections ("package", "packaged" -> "packag"), stopwords kept."""
+    return [stem[:-1] if len(stem) > 4 and stem.endswith("e") else stem for stem in stem_words(text)]
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.lower().replace("’", "'") for t in _WORD.findall(text)]
+
+
+def _negated_scopes(text: str) -> list[set[str]]:
+    """For each negation in `text`, the stems of the first content words it governs (up to a clause boundary)."""
+    words = _tokens(text)
+    scopes = []
+    for i, word in enumerate(words):
+        if word in _NEGATION_CUES or word.endswith("n't"):
+            scope: set[str] = set()
+            for following in words[i + 1:]:
+                if following in _BOUNDARY or len(scope) == _SCOPE_TERMS:
+                    break
+                if following not in STOPWORDS and following not in _NEGATION_CUES and not following.endswith("n't"):
+                    scope.update(_terms(following))
+            scopes.append(scope)
+    return scopes
+
+
+def _negation(claim: str, source: str, nearest: str) -> str | None:
+    """A negated phrase of the claim the source states plainly, or the reverse."""
+    claim_scopes = _negated_scopes(claim)
+    source_scopes = _negated_scopes(source)
+    source_terms = set(_terms(source))
+    for scope in claim_scopes:
+        if scope & source_terms and not any(scope & s for s in source_scopes):
+            return f"negated in the claim, not in the source: {' '.join(sorted(scope))}"
+    claim_terms = set(_terms(claim))
+    for scope in _negated_scopes(nearest):
+        shared = scope & claim_terms
+        if len(shared) >= min(2, len(scope)) and shared and not any(scope & s for s in claim_scopes):
+            return f"negated in the source, not in the claim: {' '.join(sorted(scope))}"
+    return None
+
+
+def _forms(word: str) -> set[str]:
+    """The inflections of a lexicon word that a sentence may use."""
+    stem = word[:-1] if word.endswith("e") else word
+    forms = {word, word + "s", word + "es", word + "d", word + "ed", stem + "ing", word + "ing", *FORMS.get(word, ())}
+    if word.endswith("y"):
+        forms |= {word[:-1] + "ies", word[:-1] + "ied"}
+    return forms
+
+
+def _plain_words(text: str) -> list[tuple[str, set[str]]]:
+    """Each word of `text` outside any negation's scope (a negated antonym restates the original),
+    with the content stems around it, which tell whether two words speak of the same thing."""
+    words = _tokens(text)
+    negated: set[int] = set()
+    for i, word in enumerate(words):
+        if word in _NEGATION_CUES or word.endswith("n't"):
+            end = next((j for j in range(i + 1, len(words)) if words[j] in _BOUNDARY), len(words))
+            negated.update(range(i + 1, min(end, i + 1 + 2 * _SCOPE_TERMS)))
+    content = [None if w in STOPWORDS or w in _BOUNDARY else _terms(w)[0] if _terms(w) else None for w in words]
+    return [
+        (word, {c for c in content[max(0, i - _CONTEXT):i] + content[i + 1:i + 1 + _CONTEXT] if c})
+        for i, word in enumerate(words) if i not in negated
+    ]
+
+
+def _antonym(claim: str, source: str, nearest: str) -> str | None:
+    """A claim word whose opposite the nearest sentences use about the same things (two content
+    words in common around them) while the source never uses the word itself."""
+    claim_words = _plain_words(claim)
+    nearest_words = _plain_words(nearest)
+    source_words = set(_tokens(source))
+    for left, right in ANTONYMS:
+        for said, opposite in ((left, right), (right, left)):
+            if source_words & _forms(said):
+                continue
+            for word, around in claim_words:
+                if word in _forms(said) and any(
+                    other in _forms(opposite) and len(around & near) >= 2 for other, near in nearest_words
+                ):
+                    return f"antonym: {said} for {opposite}"
+    return None
+
+
+def _strength(claim: str, nearest: str) -> str | None:
+    """A universal, necessary or exclusive word in the claim with no word of its kind near it in the source."""
+    claim_words = set(_tokens(claim))
+    nearest_words = set(_tokens(nearest))
+    for kind, (words, licences) in _STRENGTH.items():
+        if claim_words & words and not nearest_words & (words | licences):
+            return f"{kind} in the claim only: {', '.join(sorted(claim_words & words))}"
+    return None
