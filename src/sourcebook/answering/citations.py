@@ -54,7 +54,7 @@ class _Span:
     text: str
     vector: np.ndarray
     single: bool
-    """One sentence (negation is compared sentence to sentence), or two adjacent ones."""
+    """One sentence (word order is compared with the closest one), or two adjacent ones."""
 
 
 def remove_invalid(text: str, valid: set[int]) -> tuple[str, tuple[int, ...]]:
@@ -134,7 +134,7 @@ class CitationChecker:
         terms = content_terms(claim)
         lexical = len(terms & content_terms(source_text)) / len(terms) if terms else 0.0
         score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * max(similarities)
-        if contradiction(claim, source_text, f"{closest.text} {sentence.text}"):
+        if contradiction(claim, source_text, sentence.text, closest.text):
             score = min(score, CONTRADICTION_CAP)
         return score, closest.text
 

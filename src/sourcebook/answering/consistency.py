@@ -53,6 +53,7 @@ _NEGATION_CUES = frozenset(
     "not no never none neither nor cannot without refuse refuses refused fail fails failed unable lack lacks".split())
 _SCOPE_TERMS = 3
 _CONTEXT = 5
+_SWAP_SPAN = 7
 _NAME = re.compile(r"\b[A-Z][\w-]*[a-z0-9][\w-]*")
 _STRIP = "\"'`()[]{},;:!?<>*"
 
@@ -94,12 +95,14 @@ _STRENGTH: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 
-def contradiction(claim: str, source: str, nearest: str) -> str | None:
+def contradiction(claim: str, source: str, sentence: str, span: str) -> str | None:
     """Why the claim says something other than `source` while sharing its words, or None.
 
-    `nearest` is the source's text closest to the claim (a sentence or two): negation,
-    antonyms and strength are compared with it, numbers and names with the whole source.
+    `sentence` is the source's sentence closest to the claim and `span` its closest one or two
+    sentences: negation, antonyms and strength are compared with both, word order with the
+    sentence alone, numbers and names with the whole source.
     """
+    nearest = f"{span} {sentence}"
     checks = (
         _missing(_numbers(claim, claimed=True) - _numbers(source, claimed=False), "number"),
         _missing(_unitless(claim, source), "unit"),
@@ -109,6 +112,7 @@ def contradiction(claim: str, source: str, nearest: str) -> str | None:
         _negation(claim, source, nearest),
         _antonym(claim, source, nearest),
         _strength(claim, nearest),
+        _swapped(claim, sentence),
     )
     return next((reason for reason in checks if reason), None)
 
@@ -302,4 +306,30 @@ def _strength(claim: str, nearest: str) -> str | None:
     for kind, (words, licences) in _STRENGTH.items():
         if claim_words & words and not nearest_words & (words | licences):
             return f"{kind} in the claim only: {', '.join(sorted(claim_words & words))}"
+    return None
+
+
+def _content_positions(text: str) -> tuple[list[str], list[str]]:
+    """The words of `text` (lower-cased) and, at the same positions, their stems ("" for stopwords)."""
+    words = [w for w in _tokens(text) if w not in _BOUNDARY]
+    return words, ["" if w in STOPWORDS else (_terms(w) or [""])[0] for w in words]
+
+
+def _swapped(claim: str, sentence: str) -> str | None:
+    """Two terms the claim links by the same words as the source, but in the other order: "Git
+    handles the HTTP support for libcurl" from "libcurl, which handles the HTTP support for Git".
+    A passive ("by") or a plain list ("A and B") reorders without swapping, so it does not count,
+    and only terms found once in each text are compared."""
+    claim_words, claim_stems = _content_positions(claim)
+    near_words, near_stems = _content_positions(sentence)
+    once = {t for t in claim_stems if t and claim_stems.count(t) == 1 and near_stems.count(t) == 1}
+    anchors = [(i, t) for i, t in enumerate(claim_stems) if t in once]
+    for x, (i, first) in enumerate(anchors):
+        for j, second in anchors[x + 1:]:
+            k, m = near_stems.index(second), near_stems.index(first)
+            if not k < m or j - i > _SWAP_SPAN or m - k > _SWAP_SPAN:
+                continue
+            between = {t for t in claim_stems[i + 1:j] if t} & {t for t in near_stems[k + 1:m] if t}
+            if between and "by" not in claim_words[i + 1:j] + near_words[k + 1:m]:
+                return f"swapped: {first} and {second} around {' '.join(sorted(between))}"
     return None
