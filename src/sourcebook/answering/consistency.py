@@ -9,8 +9,8 @@ caps its support when one of these checks finds a difference:
 - numbers: every number the claim states is in the source (digits or number words), and a
   unit after it ("2 days") is a word of the source;
 - identifiers and names: options (-x, --prune), dotted keys and paths (gc.pruneExpire,
-  /usr/bin/python), code-like words (GIT_EDITOR, python3, macOS, TCP) and capitalised names
-  are in the source, options with their case (git's -x and -X differ);
+  /usr/bin/python), code-like words (GIT_EDITOR, python3, macOS, TCP), `code spans` and
+  capitalised names are in the source, options with their case (git's -x and -X differ);
 - negation, by scope rather than by sentence: a negated phrase of the claim (the content
   words after "not", "never", "without", "refuses to"...) must be negated in the source
   when the source speaks of it, and a phrase the source's nearest sentences negate must not
@@ -62,7 +62,7 @@ _STRIP = "\"'`()[]{},;:!?<>*"
 ANTONYMS: tuple[tuple[str, str], ...] = (
     ("increase", "decrease"), ("increase", "reduce"), ("raise", "lower"), ("grow", "shrink"), ("more", "less"),
     ("more", "fewer"), ("larger", "smaller"), ("bigger", "smaller"), ("higher", "lower"), ("longer", "shorter"),
-    ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"), ("first", "last"),
+    ("least", "most"), ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"), ("first", "last"),
     ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"),
     ("enable", "disable"), ("allow", "deny"), ("allow", "forbid"), ("allow", "prevent"), ("accept", "reject"),
     ("include", "exclude"), ("add", "remove"), ("create", "delete"), ("create", "destroy"), ("open", "close"),
@@ -194,6 +194,8 @@ def _identifiers(claim: str, source: str) -> set[str]:
                 missing.add(token)
         elif _is_identifier(token) and token.lower() not in lower_tokens:
             missing.add(token)
+    squashed = " ".join(source.replace("`", "").split())
+    missing |= {f"`{code}`" for code in re.findall(r"`([^`]+)`", claim) if " ".join(code.split()) not in squashed}
     first = _NAME.match(claim)
     names = {m.group() for m in _NAME.finditer(claim) if first is None or m.start() > 0}
     return missing | {n for n in names if n.lower() not in lower_tokens}

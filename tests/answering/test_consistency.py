@@ -1,0 +1,63 @@
+"""Claims that keep a source's words and change its meaning, and paraphrases that must not be caught.
+
+The sources are from git's documentation as Debian's git-doc ships it; none of these claims is
+in the bench sets.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sourcebook.answering.consistency import contradiction
+
+CACHE = ("This command caches credentials in memory for use by future Git programs. The stored credentials "
+         "never touch the disk, and are forgotten after a configurable timeout. --timeout <seconds>: Number "
+         "of seconds to cache credentials (default: 900).")
+GC = ("Usually git gc runs very quickly while providing good disk space utilization and performance. "
+      "--prune=<date>: Prune loose objects older than date (default is 2 weeks ago, overridable by the "
+      "config variable gc.pruneExpire).")
+BUFFER = ("If the data is larger than this size, libcurl, which handles the HTTP support for Git, will use "
+          "chunked transfer encoding since it isn't known ahead of time what the size of the pushed data will be.")
+FETCH = ("Remote-tracking branches are updated. By default, any tag that points into the histories being "
+         "fetched is also fetched. The cache manager does not permanently store your credentials.")
+HOTELS = "London: up to £180 per night. United States: up to USD 250 per night."
+
+
+def check(claim: str, source: str) -> str | None:
+    """The whole source stands for the closest sentence and span: the checks are what is tested here."""
+    return contradiction(claim, source, source, source)
+
+
+@pytest.mark.parametrize(("claim", "source", "reason"), [
+    ("Credentials are cached for 600 seconds by default.", CACHE, "number"),
+    ("Credentials are cached for 900 minutes by default.", CACHE, "unit"),
+    ("git gc prunes loose objects older than two days.", GC, "unit"),
+    ("Hotels in London cost up to £250 per night.", HOTELS, "currency"),
+    ("The prune age is set by gc.reflogExpire.", GC, "identifier"),
+    ("Use `git gc --aggressive` to prune.", GC, "identifier"),
+    ("The cache is reached over a TCP socket.", CACHE, "identifier"),
+    ("git gc does not prune loose objects.", GC, "negated in the claim"),
+    ("The cache manager stores your credentials permanently.", FETCH, "negated in the source"),
+    ("Stored credentials are remembered after a configurable timeout.", CACHE, "antonym"),
+    ("git gc always runs very quickly.", GC, "universal"),
+    ("You must run git gc with --prune.", GC, "necessity"),
+    ("Git handles the HTTP support for libcurl.", BUFFER, "swapped"),
+], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
+        "negation-dropped", "antonym", "always", "must", "swapped"])
+def test_a_changed_claim_is_caught(claim, source, reason):
+    found = check(claim, source)
+    assert found is not None and reason in found
+
+
+@pytest.mark.parametrize(("claim", "source"), [
+    ("By default credentials stay in the cache for 900 seconds.", CACHE),
+    ("git gc prunes loose objects older than two weeks unless gc.pruneExpire says otherwise.", GC),
+    ("Credentials in the cache are never written to disk.", CACHE),                     # negated on both sides
+    ("libcurl falls back to chunked transfer encoding when the data is larger.", BUFFER),  # "isn't known" is elsewhere
+    ("The HTTP support for Git is handled by libcurl.", BUFFER),                         # a passive, not a swap
+    ("Tags that point into the fetched histories are fetched too.", FETCH),
+    ("git gc is normally quick and gives good disk space use.", GC),
+    ("Each tag pointing into the fetched histories is fetched as well.", FETCH),        # "each" for "any"
+], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each"])
+def test_a_paraphrase_is_not_caught(claim, source):
+    assert check(claim, source) is None
