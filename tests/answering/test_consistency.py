@@ -21,6 +21,10 @@ BUFFER = ("If the data is larger than this size, libcurl, which handles the HTTP
 FETCH = ("Remote-tracking branches are updated. By default, any tag that points into the histories being "
          "fetched is also fetched. The cache manager does not permanently store your credentials.")
 HOTELS = "London: up to £180 per night. United States: up to USD 250 per night."
+AUTO = ("With --auto, git gc checks whether any housekeeping is required; if not, it exits without performing "
+        "any work. Most hosting providers use a single SSH account for pushing; that is, all users push to the "
+        "git account. Unix systems can use the libsecret credential manager. Configure remote.<name>.tagOpt or "
+        "use --no-tags. You need to set the configuration variable rerere.enabled to enable this command.")
 
 
 def check(claim: str, source: str) -> str | None:
@@ -42,8 +46,10 @@ def check(claim: str, source: str) -> str | None:
     ("git gc always runs very quickly.", GC, "universal"),
     ("You must run git gc with --prune.", GC, "necessity"),
     ("Git handles the HTTP support for libcurl.", BUFFER, "swapped"),
+    ("Unix systems can use the gnome-keyring credential manager.", AUTO, "identifier"),
+    ("All hosting providers use a single SSH account.", AUTO, "universal"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
-        "negation-dropped", "antonym", "always", "must", "swapped"])
+        "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
@@ -58,6 +64,12 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("Tags that point into the fetched histories are fetched too.", FETCH),
     ("git gc is normally quick and gives good disk space use.", GC),
     ("Each tag pointing into the fetched histories is fetched as well.", FETCH),        # "each" for "any"
-], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each"])
+    ("With --auto, git gc exits without doing anything if no housekeeping is needed.", AUTO),  # "if not," negates
+    ("git gc keeps objects younger than two weeks unless gc.pruneExpire says otherwise.", GC),  # "unless" answers only
+    ("git fetch can be told to skip tags.", AUTO),                                    # --no-tags is no negation
+    ("Most providers have all users push to the git account.", AUTO),
+    ("rerere only works once the rerere.enabled configuration variable is set.", AUTO),  # a passive without "by"
+], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
+        "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None

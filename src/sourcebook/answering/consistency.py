@@ -9,8 +9,9 @@ caps its support when one of these checks finds a difference:
 - numbers: every number the claim states is in the source (digits or number words), and a
   unit after it ("2 days") is a word of the source;
 - identifiers and names: options (-x, --prune), dotted keys and paths (gc.pruneExpire,
-  /usr/bin/python), code-like words (GIT_EDITOR, python3, macOS, TCP), `code spans` and
-  capitalised names are in the source, options with their case (git's -x and -X differ);
+  /usr/bin/python), code-like words (GIT_EDITOR, python3, macOS, TCP), `code spans`,
+  capitalised names and hyphenated words none of whose parts the source uses (gnome-keyring)
+  are in the source, options with their case (git's -x and -X differ);
 - negation, by scope rather than by sentence: a negated phrase of the claim (the content
   words after "not", "never", "without", "refuses to"...) must be negated in the source
   when the source speaks of it, and a phrase the source's nearest sentences negate must not
@@ -19,8 +20,9 @@ caps its support when one of these checks finds a difference:
 - antonyms: the claim does not use a word whose opposite (ANTONYMS, a small lexicon of
   documentation verbs and adjectives) the nearest sentences use, unless one side negates it;
 - strength: a universal quantifier (all, every, always), a necessity (must, required) or an
-  exclusive "only" in the claim appears in the nearest sentences in some form ("Some people
-  find vi difficult" does not support "Everyone finds vi difficult").
+  exclusive "only" in the claim appears in the nearest sentences in some form, about the same
+  things ("Some people find vi difficult" does not support "Everyone finds vi difficult");
+- word order: two terms the claim links by the same words as the source, in the other order.
 
 WordNet would give more antonyms but is a 30 MB data package for a few dozen pairs that
 matter in documentation; the lexicon is listed here and can grow.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import accumulate
 
 from ..stopwords import STOPWORDS
 from .lexical import stem_words
@@ -47,13 +50,17 @@ _UNITS = frozenset(
     "percent character char line row column page".split())
 _CURRENCY_CODES = {"£": "GBP", "$": "USD", "€": "EUR", "¥": "JPY"}
 _AMOUNT = re.compile(r"([£$€¥]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\b)\s?(\d+(?:[.,]\d+)*)", re.IGNORECASE)
-_WORD = re.compile(r"[\w'’]+|[,;:.!?()]")
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?:=\S*)?")
+_WORD = re.compile(r"[\w'’]+(?:[./-][\w'’]+)*|[,;:.!?()]")
 _BOUNDARY = frozenset(",;:.!?()") | frozenset("but since because unless although though while whereas which so if".split())
 _NEGATION_CUES = frozenset(
     "not no never none neither nor cannot without refuse refuses refused fail fails failed unable lack lacks".split())
+_CONDITIONAL_CUES = frozenset({"unless"})
+_SENTENCE_END = frozenset(".;!?")
 _SCOPE_TERMS = 3
 _CONTEXT = 5
 _SWAP_SPAN = 7
+_PASSIVE = frozenset("by is are was were be been being".split())
 _NAME = re.compile(r"\b[A-Z][\w-]*[a-z0-9][\w-]*")
 _STRIP = "\"'`()[]{},;:!?<>*"
 
@@ -91,7 +98,7 @@ _STRENGTH: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "necessity": (frozenset("must required require requires mandatory necessary".split()),
                   frozenset("need needs needed unless only".split())),
     "exclusive": (frozenset("only solely exclusively".split()),
-                  frozenset("specifically just alone sole unless except".split())),
+                  frozenset("specifically just alone sole unless except need needs must required requires".split())),
 }
 
 
@@ -194,6 +201,10 @@ def _identifiers(claim: str, source: str) -> set[str]:
                 missing.add(token)
         elif _is_identifier(token) and token.lower() not in lower_tokens:
             missing.add(token)
+        elif "-" in token.strip("-") and token.lower() not in lower_tokens and not any(
+            part in lower_tokens for part in token.lower().split("-") if len(part) > 2
+        ):
+            missing.add(token)  # gnome-keyring; a paraphrase's "read-only" shares a word with "only read"
     squashed = " ".join(source.replace("`", "").split())
     missing |= {f"`{code}`" for code in re.findall(r"`([^`]+)`", claim) if " ".join(code.split()) not in squashed}
     first = _NAME.match(claim)
@@ -223,31 +234,49 @@ def _terms(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> list[str]:
-    return [t.lower().replace("’", "'") for t in _WORD.findall(text)]
+    """Lower-cased words and clause punctuation; option names (--no-tags) are left out, being no prose."""
+    return [t.lower().replace("’", "'") for t in _WORD.findall(_OPTION.sub(" ", text))]
 
 
-def _negated_scopes(text: str) -> list[set[str]]:
-    """For each negation in `text`, the stems of the first content words it governs (up to a clause boundary)."""
+def _negated_scopes(text: str, also: frozenset[str] = frozenset()) -> list[set[str]]:
+    """For each negation in `text`, the stems of the first content words it governs (up to a clause
+    boundary); an elliptical one ("whether any work is required; if not, it exits") governs the
+    clause before it."""
     words = _tokens(text)
     scopes = []
     for i, word in enumerate(words):
-        if word in _NEGATION_CUES or word.endswith("n't"):
-            scope: set[str] = set()
-            for following in words[i + 1:]:
-                if following in _BOUNDARY or len(scope) == _SCOPE_TERMS:
-                    break
-                if following not in STOPWORDS and following not in _NEGATION_CUES and not following.endswith("n't"):
-                    scope.update(_terms(following))
+        if _is_cue(word) or word in also:
+            scope = _scope(words[i + 1:])
+            if not scope:
+                before = list(reversed(words[:i]))
+                start = next((k for k, w in enumerate(before) if w not in _BOUNDARY), len(before))
+                scope = _scope(before[start:])
             scopes.append(scope)
     return scopes
 
 
+def _is_cue(word: str) -> bool:
+    return word in _NEGATION_CUES or word.endswith("n't")
+
+
+def _scope(words: list[str]) -> set[str]:
+    """The stems of the first content words of `words`, up to a clause boundary."""
+    scope: set[str] = set()
+    for word in words:
+        if word in _BOUNDARY or len(scope) == _SCOPE_TERMS:
+            break
+        if word not in STOPWORDS and not _is_cue(word):
+            scope.update(_terms(word))
+    return scope
+
+
 def _negation(claim: str, source: str, nearest: str) -> str | None:
-    """A negated phrase of the claim the source states plainly, or the reverse."""
-    claim_scopes = _negated_scopes(claim)
-    source_scopes = _negated_scopes(source)
+    """A negated phrase of the claim the source states plainly, or the reverse. "unless" (if not)
+    only answers a negation: "unless X says otherwise" paraphrases "overridable by X"."""
+    claim_scopes = _negated_scopes(claim, _CONDITIONAL_CUES)
+    source_scopes = _negated_scopes(source, _CONDITIONAL_CUES)
     source_terms = set(_terms(source))
-    for scope in claim_scopes:
+    for scope in _negated_scopes(claim):
         if scope & source_terms and not any(scope & s for s in source_scopes):
             return f"negated in the claim, not in the source: {' '.join(sorted(scope))}"
     claim_terms = set(_terms(claim))
@@ -267,20 +296,25 @@ def _forms(word: str) -> set[str]:
     return forms
 
 
+def _contexts(words: list[str]) -> list[tuple[str, set[str]]]:
+    """Each word with the content stems around it in its sentence, which tell whether two words
+    speak of the same thing."""
+    content = [None if w in STOPWORDS or w in _BOUNDARY else (_terms(w) or [None])[0] for w in words]
+    sentence = list(accumulate(w in _SENTENCE_END for w in words))
+    return [(word, {c for k, c in enumerate(content[max(0, i - _CONTEXT):i + 1 + _CONTEXT], max(0, i - _CONTEXT))
+                    if c and k != i and sentence[k] == sentence[i]})
+            for i, word in enumerate(words)]
+
+
 def _plain_words(text: str) -> list[tuple[str, set[str]]]:
-    """Each word of `text` outside any negation's scope (a negated antonym restates the original),
-    with the content stems around it, which tell whether two words speak of the same thing."""
+    """The words of `text` outside any negation's scope (a negated antonym restates the original), in context."""
     words = _tokens(text)
     negated: set[int] = set()
     for i, word in enumerate(words):
-        if word in _NEGATION_CUES or word.endswith("n't"):
+        if _is_cue(word):
             end = next((j for j in range(i + 1, len(words)) if words[j] in _BOUNDARY), len(words))
             negated.update(range(i + 1, min(end, i + 1 + 2 * _SCOPE_TERMS)))
-    content = [None if w in STOPWORDS or w in _BOUNDARY else _terms(w)[0] if _terms(w) else None for w in words]
-    return [
-        (word, {c for c in content[max(0, i - _CONTEXT):i] + content[i + 1:i + 1 + _CONTEXT] if c})
-        for i, word in enumerate(words) if i not in negated
-    ]
+    return [item for i, item in enumerate(_contexts(words)) if i not in negated]
 
 
 def _antonym(claim: str, source: str, nearest: str) -> str | None:
@@ -302,12 +336,15 @@ def _antonym(claim: str, source: str, nearest: str) -> str | None:
 
 
 def _strength(claim: str, nearest: str) -> str | None:
-    """A universal, necessary or exclusive word in the claim with no word of its kind near it in the source."""
-    claim_words = set(_tokens(claim))
-    nearest_words = set(_tokens(nearest))
+    """A universal, necessary or exclusive word in the claim with no word of its kind near the same
+    things in the source ("all users push" does not license "all hosting providers")."""
+    nearest_words = _contexts(_tokens(nearest))
     for kind, (words, licences) in _STRENGTH.items():
-        if claim_words & words and not nearest_words & (words | licences):
-            return f"{kind} in the claim only: {', '.join(sorted(claim_words & words))}"
+        for word, around in _contexts(_tokens(claim)):
+            if word in words and not any(
+                other in words | licences and (around & near or not around) for other, near in nearest_words
+            ):
+                return f"{kind} in the claim only: {word}"
     return None
 
 
@@ -320,8 +357,8 @@ def _content_positions(text: str) -> tuple[list[str], list[str]]:
 def _swapped(claim: str, sentence: str) -> str | None:
     """Two terms the claim links by the same words as the source, but in the other order: "Git
     handles the HTTP support for libcurl" from "libcurl, which handles the HTTP support for Git".
-    A passive ("by") or a plain list ("A and B") reorders without swapping, so it does not count,
-    and only terms found once in each text are compared."""
+    A passive ("is set", "by") or a plain list ("A and B") reorders without swapping, so it does
+    not count, and only terms found once in each text are compared."""
     claim_words, claim_stems = _content_positions(claim)
     near_words, near_stems = _content_positions(sentence)
     once = {t for t in claim_stems if t and claim_stems.count(t) == 1 and near_stems.count(t) == 1}
@@ -331,7 +368,7 @@ def _swapped(claim: str, sentence: str) -> str | None:
             k, m = near_stems.index(second), near_stems.index(first)
             if not k < m or j - i > _SWAP_SPAN or m - k > _SWAP_SPAN:
                 continue
-            between = {t for t in claim_stems[i + 1:j] if t} & {t for t in near_stems[k + 1:m] if t}
-            if between and "by" not in claim_words[i + 1:j] + near_words[k + 1:m]:
+            between = {t for t in claim_stems[i + 1:j] if t} & {t for t in near_stems[k + 1:m] if near_stems.count(t) == 1}
+            if between and not _PASSIVE & {*claim_words[i + 1:j], *near_words[k + 1:m]}:
                 return f"swapped: {first} and {second} around {' '.join(sorted(between))}"
     return None
