@@ -46,8 +46,9 @@ from sourcebook.settings import Settings
 BENCH = Path(__file__).resolve().parent
 EXAMPLE_SETS = {"tuning": BENCH / "citation_pairs.jsonl", "held-out": BENCH / "citation_pairs_heldout.jsonl"}
 DOCS_SETS = {"docs-dev": BENCH / "citation_pairs_docs_dev.jsonl", "docs-sealed": BENCH / "citation_pairs_docs_sealed.jsonl",
-             "docs-sealed2": BENCH / "citation_pairs_docs_sealed2.jsonl"}
-SEALED = ("docs-sealed", "docs-sealed2")
+             "docs-sealed2": BENCH / "citation_pairs_docs_sealed2.jsonl",
+             "docs-sealed3": BENCH / "citation_pairs_docs_sealed3.jsonl"}
+SEALED = ("docs-sealed", "docs-sealed2", "docs-sealed3")
 DOCS_SOURCES = BENCH / "citation_sources_docs.jsonl"
 
 

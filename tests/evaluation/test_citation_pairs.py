@@ -31,7 +31,7 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-SETS = ["citation_pairs_docs_dev.jsonl", "citation_pairs_docs_sealed.jsonl", "citation_pairs_docs_sealed2.jsonl"]
+SETS = [f"citation_pairs_docs_{name}.jsonl" for name in ("dev", "sealed", "sealed2", "sealed3")]
 
 
 @pytest.mark.parametrize("name", SETS)
