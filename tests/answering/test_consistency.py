@@ -20,6 +20,10 @@ BUFFER = ("If the data is larger than this size, libcurl, which handles the HTTP
           "chunked transfer encoding since it isn't known ahead of time what the size of the pushed data will be.")
 FETCH = ("Remote-tracking branches are updated. By default, any tag that points into the histories being "
          "fetched is also fetched. The cache manager does not permanently store your credentials.")
+EXPORT = "It will refuse to export any Git directory that hasn't explicitly been marked for export."
+CLIENTS = "--max-connections=<n>: Maximum number of concurrent clients, defaults to 32. Set it to zero for no limit."
+FORMS = "In the second form, the last argument has to be an existing directory."
+RM = "Remove files from the index, or from the working tree and the index. git rm will not remove a file from just your working directory."
 HOTELS = "London: up to £180 per night. United States: up to USD 250 per night."
 AUTO = ("With --auto, git gc checks whether any housekeeping is required; if not, it exits without performing "
         "any work. Most hosting providers use a single SSH account for pushing; that is, all users push to the "
@@ -48,8 +52,12 @@ def check(claim: str, source: str) -> str | None:
     ("Git handles the HTTP support for libcurl.", BUFFER, "swapped"),
     ("Unix systems can use the gnome-keyring credential manager.", AUTO, "identifier"),
     ("All hosting providers use a single SSH account.", AUTO, "universal"),
+    ("In the third form, the last argument has to be an existing directory.", FORMS, "number"),
+    ("git daemon accepts at most 32 clients per second.", CLIENTS, "unit"),
+    ("git daemon exports every Git directory, marked or not.", EXPORT, "negated in the source"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
-        "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else"])
+        "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
+        "ordinal", "rate", "every-for-refuse-any"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
@@ -69,7 +77,18 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("git fetch can be told to skip tags.", AUTO),                                    # --no-tags is no negation
     ("Most providers have all users push to the git account.", AUTO),
     ("rerere only works once the rerere.enabled configuration variable is set.", AUTO),  # a passive without "by"
+    ("git daemon only exports directories marked for export.", EXPORT),               # "only" answers "refuse"
+    ("git rm removes files from the index, or from both the index and the working directory.", RM),  # not just
+    ("git rm cannot delete a file from the working directory alone.", RM),
 ], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
-        "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive"])
+        "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
+        "not-just", "not-just-restated"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None
+
+
+def test_a_one_word_negation_counts_in_the_closest_sentence_only():
+    claim = "By default at most 32 clients connect at once; zero removes the limit."
+    closest = "--max-connections=<n>: Maximum number of concurrent clients, defaults to 32."
+    assert contradiction(claim, CLIENTS, closest, CLIENTS) is None
+    assert "limit" in (contradiction(claim, CLIENTS, "Set it to zero for no limit.", CLIENTS) or "")

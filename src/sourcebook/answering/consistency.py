@@ -14,7 +14,7 @@ caps its support when one of these checks finds a difference:
   are in the source, options with their case (git's -x and -X differ);
 - negation, by scope rather than by sentence: a negated phrase of the claim (the content
   words after "not", "never", "without", "refuses to"...) must be negated in the source
-  when the source speaks of it, and a phrase the source's nearest sentences negate must not
+  when the source speaks of it, and a phrase the source's closest sentence negates must not
   be stated plainly by the claim; a negation elsewhere in a sentence ("if the size isn't
   known") says nothing about the claim;
 - antonyms: the claim does not use a word whose opposite (ANTONYMS, a small lexicon of
@@ -41,7 +41,9 @@ _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty".split())} | {
-    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100", "thousand": "1000"}
+    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100", "thousand": "1000"} | {
+    w: str(i) for i, w in enumerate("third fourth fifth sixth seventh eighth ninth tenth".split(), 3)}
+# ("first" and "second" are left out: "first telling it", "30 seconds".)
 # "one" reads as an article as often as a number ("one gateway handles 250 sensors"): a claim's
 # "one" is not checked, a source's still matches a claimed 1.
 _LOOSE_NUMBER_WORDS = frozenset({"zero", "one"})
@@ -51,11 +53,18 @@ _UNITS = frozenset(
 _CURRENCY_CODES = {"£": "GBP", "$": "USD", "€": "EUR", "¥": "JPY"}
 _AMOUNT = re.compile(r"([£$€¥]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\b)\s?(\d+(?:[.,]\d+)*)", re.IGNORECASE)
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?:=\S*)?")
+_RATE = frozenset("per a an each every".split())
 _WORD = re.compile(r"[\w'’]+(?:[./-][\w'’]+)*|[,;:.!?()]")
 _BOUNDARY = frozenset(",;:.!?()") | frozenset("but since because unless although though while whereas which so if".split())
 _NEGATION_CUES = frozenset(
     "not no never none neither nor cannot without refuse refuses refused fail fails failed unable lack lacks".split())
-_CONDITIONAL_CUES = frozenset({"unless"})
+# "unless" (if not) and "only"/"except" restate a negation ("only exports marked directories" for
+# "refuses to export unmarked ones") without being one: they answer a negation, never demand one.
+_CONDITIONAL_CUES = frozenset({"unless", "only", "except"})
+_ELLIPTICAL_CUES = frozenset({"not", "isn't", "aren't", "doesn't", "don't"})
+# Adverbs inside a negation that carry nothing of what is negated ("must not yet exist").
+_EXCLUSIVE = frozenset("only just solely merely alone".split())
+_SCOPE_FILLER = frozenset("yet just also even still already ever longer necessarily".split())
 _SENTENCE_END = frozenset(".;!?")
 _SCOPE_TERMS = 3
 _CONTEXT = 5
@@ -116,7 +125,7 @@ def contradiction(claim: str, source: str, sentence: str, span: str) -> str | No
         _missing(_other_currency(claim, source), "amount in another currency in the source"),
         _missing(_displaced_numbers(claim, source), "number said of something else in the source"),
         _missing(_identifiers(claim, source), "identifier"),
-        _negation(claim, source, nearest),
+        _negation(claim, source, sentence, nearest),
         _antonym(claim, source, nearest),
         _strength(claim, nearest),
         _swapped(claim, sentence),
@@ -175,14 +184,16 @@ def _other_currency(claim: str, source: str) -> set[str]:
 
 
 def _unitless(claim: str, source: str) -> set[str]:
-    """Units after the claim's numbers ("2 days") that the source never names."""
+    """Units after the claim's numbers ("2 days", "32 clients per second") that the source never names."""
     words = _tokens(claim)
     source_words = {_singular(w) for w in _tokens(source)}
-    return {
-        following for word, following in zip(words, words[1:])
-        if (_NUMBER.fullmatch(word) or word in _NUMBER_WORDS)
-        and _singular(following) in _UNITS and _singular(following) not in source_words
-    }
+    units = set()
+    for i, word in enumerate(words):
+        if _NUMBER.fullmatch(word) or word in _NUMBER_WORDS:
+            after = words[i + 1:i + 4]
+            candidates = after[:1] + [b for a, b in zip(after, after[1:]) if a in _RATE]
+            units |= {c for c in candidates if _singular(c) in _UNITS and _singular(c) not in source_words}
+    return units
 
 
 def _singular(word: str) -> str:
@@ -238,16 +249,19 @@ def _tokens(text: str) -> list[str]:
     return [t.lower().replace("’", "'") for t in _WORD.findall(_OPTION.sub(" ", text))]
 
 
-def _negated_scopes(text: str, also: frozenset[str] = frozenset()) -> list[set[str]]:
+def _negated_scopes(text: str, answers: frozenset[str] | None = None) -> list[set[str]]:
     """For each negation in `text`, the stems of the first content words it governs (up to a clause
     boundary); an elliptical one ("whether any work is required; if not, it exits") governs the
-    clause before it."""
+    clause before it. With `answers` (the cues that may answer a negation, on top of the
+    negations themselves) every scope is listed; without, only those that demand an answer:
+    "not just X" says X and more, so it demands no negation of X."""
     words = _tokens(text)
     scopes = []
     for i, word in enumerate(words):
-        if _is_cue(word) or word in also:
+        demanding = answers is None and not _EXCLUSIVE & set(words[i + 1:i + 1 + 2 * _SCOPE_TERMS])
+        if (_is_cue(word) and (answers is not None or demanding)) or word in (answers or ()):
             scope = _scope(words[i + 1:])
-            if not scope:
+            if not scope and word in _ELLIPTICAL_CUES:
                 before = list(reversed(words[:i]))
                 start = next((k for k, w in enumerate(before) if w not in _BOUNDARY), len(before))
                 scope = _scope(before[start:])
@@ -265,24 +279,26 @@ def _scope(words: list[str]) -> set[str]:
     for word in words:
         if word in _BOUNDARY or len(scope) == _SCOPE_TERMS:
             break
-        if word not in STOPWORDS and not _is_cue(word):
+        if word not in STOPWORDS and word not in _SCOPE_FILLER and not _is_cue(word):
             scope.update(_terms(word))
     return scope
 
 
-def _negation(claim: str, source: str, nearest: str) -> str | None:
-    """A negated phrase of the claim the source states plainly, or the reverse. "unless" (if not)
-    only answers a negation: "unless X says otherwise" paraphrases "overridable by X"."""
+def _negation(claim: str, source: str, sentence: str, nearest: str) -> str | None:
+    """A negated phrase of the claim the source states plainly, or the reverse. "unless", "only"
+    and "except" only answer a negation (see _CONDITIONAL_CUES); a one-word negated phrase is thin
+    evidence, so it counts only in the closest sentence."""
     claim_scopes = _negated_scopes(claim, _CONDITIONAL_CUES)
-    source_scopes = _negated_scopes(source, _CONDITIONAL_CUES)
+    source_scopes = _negated_scopes(source, frozenset({"unless"}))  # a source's "only" answers nothing
     source_terms = set(_terms(source))
     for scope in _negated_scopes(claim):
         if scope & source_terms and not any(scope & s for s in source_scopes):
             return f"negated in the claim, not in the source: {' '.join(sorted(scope))}"
     claim_terms = set(_terms(claim))
-    for scope in _negated_scopes(nearest):
+    one_word = [s for s in _negated_scopes(sentence) if len(s) == 1]
+    for scope in [s for s in _negated_scopes(nearest) if len(s) > 1] + one_word:
         shared = scope & claim_terms
-        if len(shared) >= min(2, len(scope)) and shared and not any(scope & s for s in claim_scopes):
+        if len(shared) >= min(2, len(scope)) and not any(scope & s for s in claim_scopes):
             return f"negated in the source, not in the claim: {' '.join(sorted(scope))}"
     return None
 
@@ -337,12 +353,14 @@ def _antonym(claim: str, source: str, nearest: str) -> str | None:
 
 def _strength(claim: str, nearest: str) -> str | None:
     """A universal, necessary or exclusive word in the claim with no word of its kind near the same
-    things in the source ("all users push" does not license "all hosting providers")."""
-    nearest_words = _contexts(_tokens(nearest))
+    things in the source ("all users push" does not license "all hosting providers"); a negation
+    licenses "only" ("refuses to export unmarked directories": "only exports marked ones")."""
+    nearest_words = _plain_words(nearest)  # "refuses to export any directory" licenses no "every"
     for kind, (words, licences) in _STRENGTH.items():
         for word, around in _contexts(_tokens(claim)):
             if word in words and not any(
-                other in words | licences and (around & near or not around) for other, near in nearest_words
+                (other in words | licences or (kind == "exclusive" and _is_cue(other))) and (around & near or not around)
+                for other, near in nearest_words
             ):
                 return f"{kind} in the claim only: {word}"
     return None
