@@ -1,8 +1,9 @@
 """The citation checker's precision and recall on labelled (claim, cited passage) pairs, per kind.
 
-    python bench/citation_checker.py                 # every set, Markdown tables
+    python bench/citation_checker.py                 # the sets it may be tuned on, Markdown tables
     python bench/citation_checker.py --json          # the same figures as one JSON object
-    python bench/citation_checker.py --set sealed    # one set (repeatable)
+    python bench/citation_checker.py --set docs-dev  # one set (repeatable)
+    python bench/citation_checker.py --sealed        # also the sealed sets, which lists their misjudged claims
 
 A generator turns a true sentence false while keeping most of its words, so each set mixes
 supported paraphrases with the unsupported kinds it produces: the wrong source, an altered
@@ -14,11 +15,14 @@ Sets, in the order they were written (a set written after a rule change measures
 a set the rules were tuned on does not):
 - tuning (bench/citation_pairs.jsonl, 40 pairs on examples/docs): the first rules were tuned on it.
 - held-out (bench/citation_pairs_heldout.jsonl, 16 pairs on examples/docs): written afterwards.
-- docs-dev (bench/citation_pairs_docs_dev.jsonl, 46 pairs) and docs-sealed
-  (bench/citation_pairs_docs_sealed.jsonl, 53 pairs): written 2026-11-27 before the
-  consistency rules, on passages of documentation that Debian packages ship (git-doc,
-  python3.11; bench/citation_sources_docs.jsonl). The rules were tuned on docs-dev only;
-  docs-sealed uses other passages and was run once, at the end.
+- docs-dev (46 pairs) and docs-sealed (53 pairs), bench/citation_pairs_docs_*.jsonl: written
+  2026-11-27 before src/sourcebook/answering/consistency.py, on passages of documentation that Debian
+  packages ship (git-doc, python3.11; bench/citation_sources_docs.jsonl). Round 1 was tuned on
+  docs-dev; docs-sealed was read after it, and round 2 tuned on it.
+- docs-sealed2 (41 pairs): written after round 1, read after round 2; round 3 tuned on it.
+- docs-sealed3 (31 pairs): written after round 2, measured after rounds 2 and 3, never read.
+  Each docs set quotes its own passages (a wrong-source pair borrows another set's claim).
+`--sealed` adds the sealed sets; the default leaves them out so that tuning runs do not show them.
 
 The example-docs sets need a knowledge base of examples/docs (built in a temporary folder, a
 few seconds); the docs sets carry their passages and need only the embedder.
