@@ -14,9 +14,10 @@ caps its support when one of these checks finds a difference:
   are in the source, options with their case (git's -x and -X differ);
 - negation, by scope rather than by sentence: a negated phrase of the claim (the content
   words after "not", "never", "without", "refuses to"...) must be negated in the source
-  when the source speaks of it, and a phrase the source's closest sentence negates must not
-  be stated plainly by the claim; a negation elsewhere in a sentence ("if the size isn't
-  known") says nothing about the claim;
+  when the source speaks of it, and a phrase the source's nearest sentences negate must not
+  be stated plainly by the claim (a one-word phrase only from the closest sentence); a
+  negation elsewhere in a sentence ("if the size isn't known") says nothing about the claim,
+  and "unless" or "only" may restate a negation;
 - antonyms: the claim does not use a word whose opposite (ANTONYMS, a small lexicon of
   documentation verbs and adjectives) the nearest sentences use, unless one side negates it;
 - strength: a universal quantifier (all, every, always), a necessity (must, required) or an
@@ -62,8 +63,9 @@ _NEGATION_CUES = frozenset(
 # "refuses to export unmarked ones") without being one: they answer a negation, never demand one.
 _CONDITIONAL_CUES = frozenset({"unless", "only", "except"})
 _ELLIPTICAL_CUES = frozenset({"not", "isn't", "aren't", "doesn't", "don't"})
-# Adverbs inside a negation that carry nothing of what is negated ("must not yet exist").
+# "Not just X" says X and more: no negation of X.
 _EXCLUSIVE = frozenset("only just solely merely alone".split())
+# Adverbs inside a negation that carry nothing of what is negated ("must not yet exist").
 _SCOPE_FILLER = frozenset("yet just also even still already ever longer necessarily".split())
 _SENTENCE_END = frozenset(".;!?")
 _SCOPE_TERMS = 3
@@ -78,7 +80,8 @@ _STRIP = "\"'`()[]{},;:!?<>*"
 ANTONYMS: tuple[tuple[str, str], ...] = (
     ("increase", "decrease"), ("increase", "reduce"), ("raise", "lower"), ("grow", "shrink"), ("more", "less"),
     ("more", "fewer"), ("larger", "smaller"), ("bigger", "smaller"), ("higher", "lower"), ("longer", "shorter"),
-    ("least", "most"), ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"), ("first", "last"),
+    ("least", "most"), ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"),
+    ("first", "last"),
     ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"),
     ("enable", "disable"), ("allow", "deny"), ("allow", "forbid"), ("allow", "prevent"), ("accept", "reject"),
     ("include", "exclude"), ("add", "remove"), ("create", "delete"), ("create", "destroy"), ("open", "close"),
@@ -120,11 +123,11 @@ def contradiction(claim: str, source: str, sentence: str, span: str) -> str | No
     """
     nearest = f"{span} {sentence}"
     checks = (
-        _missing(_numbers(claim, claimed=True) - _numbers(source, claimed=False), "number"),
-        _missing(_unitless(claim, source), "unit"),
-        _missing(_other_currency(claim, source), "amount in another currency in the source"),
-        _missing(_displaced_numbers(claim, source), "number said of something else in the source"),
-        _missing(_identifiers(claim, source), "identifier"),
+        _listed(_numbers(claim, claimed=True) - _numbers(source, claimed=False), "number not in the source"),
+        _listed(_unitless(claim, source), "unit not in the source"),
+        _listed(_other_currency(claim, source), "amount the source gives in another currency"),
+        _listed(_displaced_numbers(claim, source), "number the source says of something else"),
+        _listed(_identifiers(claim, source), "identifier not in the source"),
         _negation(claim, source, sentence, nearest),
         _antonym(claim, source, nearest),
         _strength(claim, nearest),
@@ -133,9 +136,9 @@ def contradiction(claim: str, source: str, sentence: str, span: str) -> str | No
     return next((reason for reason in checks if reason), None)
 
 
-def _missing(found: Iterable[str], what: str) -> str | None:
+def _listed(found: Iterable[str], label: str) -> str | None:
     words = sorted(found)
-    return f"{what} not in the source: {', '.join(words)}" if words else None
+    return f"{label}: {', '.join(words)}" if words else None
 
 
 def _numbers(text: str, *, claimed: bool) -> set[str]:
