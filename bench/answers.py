@@ -1,18 +1,14 @@
-"""Answer quality on the example documents: the citation checker, then the answerers.
+"""Answer quality on the example documents: the answerers.
 
-    python bench/answers.py                          # checker + extractive answerer
+    python bench/answers.py                          # the extractive answerer
     python bench/answers.py --llm llamacpp:smollm2   # + the local GGUF generator (slow: minutes)
 
-1. The citation checker on hand-written (claim, cited chunk) pairs, half supported
-   (paraphrases) and half not (the wrong source, an altered number or name, a negated
-   fact): bench/citation_pairs.jsonl (40 pairs; the checker's rules were tuned on them) and
-   bench/citation_pairs_heldout.jsonl (16 pairs written afterwards, never tuned on).
-   Precision and recall of "supported", per kind.
-2. Each answerer on examples/questions.jsonl (20 answerable questions with gold answers and
-   gold sources, 5 unanswerable): answer hit rate (a gold answer string in a non-abstained
-   answer), citation precision (cited documents among the gold sources), abstention
-   accuracy (answered when answerable, abstained when not), and a reliability table:
-   answered questions by confidence bin, with the share answered right.
+Each answerer on examples/questions.jsonl (20 answerable questions with gold answers and
+gold sources, 5 unanswerable): answer hit rate (a gold answer string in a non-abstained
+answer), citation precision (cited documents among the gold sources), abstention
+accuracy (answered when answerable, abstained when not), and a reliability table:
+answered questions by confidence bin, with the share answered right. The citation checker
+has its own labelled pairs: bench/citation_checker.py.
 
 Builds a fresh knowledge base of examples/docs in a temporary folder (a few seconds).
 """
@@ -30,44 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from sourcebook import Answer, KnowledgeBase
-from sourcebook.answering.citations import CitationChecker
-from sourcebook.answering.prompts import Source
 
 ROOT = Path(__file__).resolve().parent.parent
-PAIR_SETS = {"tuning": Path(__file__).with_name("citation_pairs.jsonl"),
-             "held-out": Path(__file__).with_name("citation_pairs_heldout.jsonl")}
 QUESTIONS = ROOT / "examples" / "questions.jsonl"
 BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
 
 
-def _squash(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def checker_report(kb: KnowledgeBase, min_support: float, label: str, pairs: Path) -> None:
-    chunks = [c for d in kb.documents() for c in kb.chunks(d.id)]
-    checker = CitationChecker(kb.embedder, min_support)
-    rows = []
-    for pair in _read_jsonl(pairs):
-        chunk = next(c for c in chunks if c.source.endswith(pair["doc"]) and _squash(pair["phrase"]) in _squash(c.text))
-        result = checker.check(f"{pair['claim']} [1]", [Source(1, chunk, chunk.text)])
-        (sentence,) = result.check.sentences
-        rows.append((pair["kind"], pair["supported"], sentence.status == "supported", sentence.support))
-    tp = sum(gold and said for _, gold, said, _ in rows)
-    fp = sum(not gold and said for _, gold, said, _ in rows)
-    fn = sum(gold and not said for _, gold, said, _ in rows)
-    print(f"## Citation checker, {label} set (min_support {min_support}, {len(rows)} labelled pairs)\n")
-    print(f"precision {tp / max(tp + fp, 1):.2f}, recall {tp / max(tp + fn, 1):.2f}  (positive = 'supported')\n")
-    print("| kind | pairs | judged supported | mean support |\n|---|---|---|---|")
-    for kind in dict.fromkeys(k for k, *_ in rows):
-        mine = [r for r in rows if r[0] == kind]
-        said = sum(r[2] for r in mine)
-        print(f"| {kind} | {len(mine)} | {said} | {statistics.mean(r[3] for r in mine):.2f} |")
-    print()
 
 
 def _right(question: dict[str, Any], answer: Answer) -> bool:
@@ -123,8 +89,6 @@ def main() -> None:
         Path(folder) / "kb.db", llm_follow_ups=False, llm_max_tokens=200, citation_min_support=args.min_support
     ) as kb:
         kb.add(str(ROOT / "examples" / "docs"))
-        for label, pairs in PAIR_SETS.items():
-            checker_report(kb, args.min_support, label, pairs)
         for llm in [None, *args.llm]:
             answers_report(kb, llm, questions)
 

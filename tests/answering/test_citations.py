@@ -55,7 +55,10 @@ def test_a_paraphrase_of_its_source_is_supported(checker):
     "Full-time employees receive 30 days of annual leave per year [1].",  # an altered number
     "Full-time employees do not receive annual leave [1].",         # a negated fact
     "Employees may take unlimited paid sabbaticals [1].",            # not in the source at all
-], ids=["wrong-source", "altered-number", "negated", "invented"])
+    "Full-time employees receive 27 weeks of annual leave per year [1].",  # an altered unit
+    "All unused days may be carried over to the next year [1].",    # "up to 5" made universal
+    "Passwords must be at most 14 characters long [2].",             # an antonym
+], ids=["wrong-source", "altered-number", "negated", "invented", "altered-unit", "over-generalised", "antonym"])
 def test_unsupported_claims_are_flagged(checker, claim):
     result = checker.check(claim, SOURCES)
     (sentence,) = result.check.sentences

@@ -8,14 +8,14 @@ compared with the source it cites:
     semantic = cosine similarity (the local embedding model) between the claim and its closest
                span of the source (one sentence, or two adjacent ones)
 
-then capped at 0.25 when the claim states a number or a name (a capitalised word after
-the first) that the source does not contain, or when the claim and the source's closest
-sentence disagree on negation ("not", "never", "no", "n't"...): the ways an LLM most often
-turns a true sentence false while keeping its words. A claim is
+then capped at 0.25 when consistency.contradiction finds that the claim, while sharing the
+source's words, says something else: a number, unit, identifier or name the source lacks, a
+negation, an antonym or a stronger quantifier than the source's closest sentences (the ways an
+LLM most often turns a true sentence false while keeping its words). A claim is
 supported when some source it cites reaches `min_support` (Settings.citation_min_support,
 0.5). Numbers outside the sources are removed from the text ("invalid"), unsupported
 sentences are flagged, and the closest span becomes the citation's quote.
-bench/answers.py measures the checker's precision and recall on a labelled set.
+bench/citation_checker.py measures the checker's precision and recall on a labelled set.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 from ..embedders.base import Embedder
 from ..models import Citation, CitationCheck, SentenceCheck, SentenceStatus, Verdict
 from ..chunking import sentence_texts
+from .consistency import contradiction
 from .lexical import content_terms
 from .prompts import Source
 
@@ -39,9 +40,6 @@ CONTRADICTION_CAP = 0.25
 _MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 # "... 27 days. [1]" -> "... 27 days [1]." so the marker stays with its sentence when splitting.
 _MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])+)")
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_NAME = re.compile(r"\b[A-Z][\w-]*[a-z0-9][\w-]*")
-_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|cannot|without)\b|n't\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class CheckedAnswer:
@@ -56,30 +54,7 @@ class _Span:
     text: str
     vector: np.ndarray
     single: bool
-    """One sentence (negation is compared sentence to sentence), or two adjacent ones."""
-
-
-def _numbers(text: str) -> set[str]:
-    return {m.group().replace(",", "") for m in _NUMBER.finditer(text)}
-
-
-def _names(text: str) -> set[str]:
-    """Capitalised words after the first (names: ClickHouse, Frankfurt, Compass), lower-cased."""
-    return {m.group().lower() for m in _NAME.finditer(text) if m.start() > 0}
-
-
-def _contradicts(claim: str, source_text: str, closest_sentence: str) -> bool:
-    """A number or name the source lacks, or a negation the closest sentence does not share."""
-    source_words = {w.lower() for w in re.findall(r"[\w'-]+", source_text)}
-    return (
-        not _numbers(claim) <= _numbers(source_text)
-        or not _names(claim) <= source_words
-        or _negated(claim) != _negated(closest_sentence)
-    )
-
-
-def _negated(text: str) -> bool:
-    return bool(_NEGATION.search(text))
+    """One sentence (word order is compared with the closest one), or two adjacent ones."""
 
 
 def remove_invalid(text: str, valid: set[int]) -> tuple[str, tuple[int, ...]]:
@@ -159,7 +134,7 @@ class CitationChecker:
         terms = content_terms(claim)
         lexical = len(terms & content_terms(source_text)) / len(terms) if terms else 0.0
         score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * max(similarities)
-        if _contradicts(claim, source_text, sentence.text):
+        if contradiction(claim, source_text, sentence.text, closest.text):
             score = min(score, CONTRADICTION_CAP)
         return score, closest.text
 

@@ -1,0 +1,94 @@
+"""Claims that keep a source's words and change its meaning, and paraphrases that must not be caught.
+
+The sources are from git's documentation as Debian's git-doc ships it; none of these claims is
+in the bench sets.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sourcebook.answering.consistency import contradiction
+
+CACHE = ("This command caches credentials in memory for use by future Git programs. The stored credentials "
+         "never touch the disk, and are forgotten after a configurable timeout. --timeout <seconds>: Number "
+         "of seconds to cache credentials (default: 900).")
+GC = ("Usually git gc runs very quickly while providing good disk space utilization and performance. "
+      "--prune=<date>: Prune loose objects older than date (default is 2 weeks ago, overridable by the "
+      "config variable gc.pruneExpire).")
+BUFFER = ("If the data is larger than this size, libcurl, which handles the HTTP support for Git, will use "
+          "chunked transfer encoding since it isn't known ahead of time what the size of the pushed data will be.")
+FETCH = ("Remote-tracking branches are updated. By default, any tag that points into the histories being "
+         "fetched is also fetched. The cache manager does not permanently store your credentials.")
+EXPORT = "It will refuse to export any Git directory that hasn't explicitly been marked for export."
+CLIENTS = "--max-connections=<n>: Maximum number of concurrent clients, defaults to 32. Set it to zero for no limit."
+FORMS = "In the second form, the last argument has to be an existing directory."
+RM = "Remove files from the index, or from the working tree and the index. git rm will not remove a file from just your working directory."
+HOTELS = "London: up to £180 per night. United States: up to USD 250 per night."
+AUTO = ("With --auto, git gc checks whether any housekeeping is required; if not, it exits without performing "
+        "any work. Most hosting providers use a single SSH account for pushing; that is, all users push to the "
+        "git account. Unix systems can use the libsecret credential manager. Configure remote.<name>.tagOpt or "
+        "use --no-tags. You need to set the configuration variable rerere.enabled to enable this command.")
+
+
+def check(claim: str, source: str) -> str | None:
+    """The whole source stands for the closest sentence and span: the checks are what is tested here."""
+    return contradiction(claim, source, source, source)
+
+
+@pytest.mark.parametrize(("claim", "source", "reason"), [
+    ("Credentials are cached for 600 seconds by default.", CACHE, "number"),
+    ("Credentials are cached for 900 minutes by default.", CACHE, "unit"),
+    ("git gc prunes loose objects older than two days.", GC, "unit"),
+    ("Hotels in London cost up to £250 per night.", HOTELS, "currency"),
+    ("The prune age is set by gc.reflogExpire.", GC, "identifier"),
+    ("Use `git gc --aggressive` to prune.", GC, "identifier"),
+    ("The cache is reached over a TCP socket.", CACHE, "identifier"),
+    ("git gc does not prune loose objects.", GC, "negated in the claim"),
+    ("The cache manager stores your credentials permanently.", FETCH, "negated in the source"),
+    ("Stored credentials are remembered after a configurable timeout.", CACHE, "antonym"),
+    ("git gc always runs very quickly.", GC, "universal"),
+    ("You must run git gc with --prune.", GC, "necessity"),
+    ("Git handles the HTTP support for libcurl.", BUFFER, "swapped"),
+    ("Unix systems can use the gnome-keyring credential manager.", AUTO, "identifier"),
+    ("All hosting providers use a single SSH account.", AUTO, "universal"),
+    ("In the third form, the last argument has to be an existing directory.", FORMS, "number"),
+    ("git daemon accepts at most 32 clients per second.", CLIENTS, "unit"),
+    ("git daemon exports every Git directory, marked or not.", EXPORT, "negated in the source"),
+], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
+        "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
+        "ordinal", "rate", "every-for-refuse-any"])
+def test_a_changed_claim_is_caught(claim, source, reason):
+    found = check(claim, source)
+    assert found is not None and reason in found
+
+
+@pytest.mark.parametrize(("claim", "source"), [
+    ("By default credentials stay in the cache for 900 seconds.", CACHE),
+    ("git gc prunes loose objects older than two weeks unless gc.pruneExpire says otherwise.", GC),
+    ("Credentials in the cache are never written to disk.", CACHE),                     # negated on both sides
+    ("libcurl falls back to chunked transfer encoding when the data is larger.", BUFFER),  # "isn't known" is elsewhere
+    ("The HTTP support for Git is handled by libcurl.", BUFFER),                         # a passive, not a swap
+    ("Tags that point into the fetched histories are fetched too.", FETCH),
+    ("git gc is normally quick and gives good disk space use.", GC),
+    ("Each tag pointing into the fetched histories is fetched as well.", FETCH),        # "each" for "any"
+    ("With --auto, git gc exits without doing anything if no housekeeping is needed.", AUTO),  # "if not," negates
+    ("git gc keeps objects younger than two weeks unless gc.pruneExpire says otherwise.", GC),  # "unless" answers only
+    ("git fetch can be told to skip tags.", AUTO),                                    # --no-tags is no negation
+    ("Most providers have all users push to the git account.", AUTO),
+    ("rerere only works once the rerere.enabled configuration variable is set.", AUTO),  # a passive without "by"
+    ("git daemon only exports directories marked for export.", EXPORT),               # "only" answers "refuse"
+    ("git rm removes files from the index, or from both the index and the working directory.", RM),  # not just
+    ("git rm cannot delete a file from the working directory alone.", RM),
+], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
+        "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
+        "not-just", "not-just-restated"])
+def test_a_paraphrase_is_not_caught(claim, source):
+    assert check(claim, source) is None
+
+
+def test_a_one_word_negation_counts_in_the_closest_sentence_only():
+    claim = "By default at most 32 clients connect at once; zero removes the limit."
+    closest = "--max-connections=<n>: Maximum number of concurrent clients, defaults to 32."
+    assert contradiction(claim, CLIENTS, closest, CLIENTS) is None
+    assert "limit" in (contradiction(claim, CLIENTS, "Set it to zero for no limit.", CLIENTS) or "")
