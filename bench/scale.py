@@ -156,12 +156,15 @@ def measure(db: str, queries: list[str], vectors: np.ndarray, truth: list[list[t
         p50, p95, _ = timings(lambda i, o=option: cpu_timed(cpu, lambda: retriever.search(queries[i], o, vectors[i])),
                               len(queries))
         latency[mode] = {"p50_ms": p50, "p95_ms": p95, "cpu_p50_ms": float(np.median(cpu[1:]) * 1000)}
-    store_vector_cpu_ms = {}
+    store_vector_cpu_ms, store_vector_wall_ms = {}, {}
     for k in (10, 200):  # the store alone, without the retriever's hit building (get_chunks)
-        cpu = []
+        cpu, wall = [], []
         for v in vectors:
+            start = time.perf_counter()
             cpu_timed(cpu, lambda: store.vector_search(v, k, EVERYTHING))
+            wall.append(time.perf_counter() - start)
         store_vector_cpu_ms[k] = float(np.median(cpu) * 1000)
+        store_vector_wall_ms[k] = float(np.median(wall) * 1000)  # Postgres: the server's work is not this process's CPU
     found = [[hit.chunk_id for hit in store.vector_search(v, 10, EVERYTHING)] for v in vectors]
     recall, recall_ties = recalls(found, truth)
     add_one_s = add_one_and_find_it(store, vectors)
@@ -169,7 +172,8 @@ def measure(db: str, queries: list[str], vectors: np.ndarray, truth: list[list[t
     store.close()
     return {"open_s": open_s, "first_query_ms": first_query_ms, "latency": latency, "recall_at_10": recall,
             "recall_at_10_ties": recall_ties, "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "rss_now_mb": resident, "store_vector_cpu_p50_ms": store_vector_cpu_ms}
+            "rss_now_mb": resident, "store_vector_cpu_p50_ms": store_vector_cpu_ms,
+            "store_vector_wall_p50_ms": store_vector_wall_ms}
 
 
 def resident_split() -> dict[str, float]:
@@ -291,7 +295,8 @@ def main() -> None:
     for mode, values in measured["latency"].items():
         log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
     log(f"recall@10 with ties (within {TIE} of the exact 10th): {measured['recall_at_10_ties']:.4f}")
-    log(f"store.vector_search CPU p50 by k: {measured['store_vector_cpu_p50_ms']} ms")
+    log(f"store.vector_search p50 by k: CPU {measured['store_vector_cpu_p50_ms']} ms, "
+        f"wall {measured['store_vector_wall_p50_ms']} ms")
     log(f"resident at the end: {measured['rss_now_mb']} MB; load average: {report['loadavg']}")
 
 
