@@ -201,7 +201,7 @@ def test_ef_search_covers_the_candidates_and_stays_within_pgvector(migrated_post
     store = PostgresStore(migrated_postgres_dsn)
     try:
         with store.transaction() as conn:
-            for k, fixed, expected in ((10, None, 100), (50, None, 200), (10, 300, 300), (100, 40, 400),
+            for k, fixed, expected in ((10, None, 100), (50, None, 100), (10, 300, 300), (100, 40, 200),
                                        (10, 5000, 1000), (1000, None, 1000)):
                 conn.execute(ef_search_sql(), (candidates(k), fixed))
                 assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),), (k, fixed)

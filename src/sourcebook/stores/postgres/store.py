@@ -233,9 +233,10 @@ def open_postgres(url: str, tenant: str = DEFAULT_TENANT) -> PostgresStore:
     if any(value < 1 for value in numbers.values()):
         raise ConfigurationError(f"{sorted(settings)} in the Postgres URL must be positive")
     dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in own])))
+    defaults = HnswSettings()
     hnsw = HnswSettings(
-        m=numbers.get("hnsw_m", 16),
-        ef_construction=numbers.get("hnsw_ef_construction", 64),
+        m=numbers.get("hnsw_m", defaults.m),
+        ef_construction=numbers.get("hnsw_ef_construction", defaults.ef_construction),
         ef_search=numbers.get("hnsw_ef_search"),
     )
     return PostgresStore(dsn, tenant=tenant, hnsw=hnsw, pool_size=numbers.get("pool_size", 10))
