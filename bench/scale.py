@@ -217,7 +217,7 @@ def file_mb(db: Path | str) -> float:
     Postgres database."""
     if is_postgres(db):
         return database_mb(str(db))
-    files = [db, Path(f"{db}-wal")]
+    files = [Path(db), Path(f"{db}-wal")]
     index_dir = Path(f"{db}.indexes")
     if index_dir.is_dir():
         files += [f for f in index_dir.rglob("*") if f.is_file()]
