@@ -19,7 +19,11 @@ own so no step's memory or caches leak into the next:
    one document of 10 chunks added through the store and the time until a search finds it,
    and the peak RSS of the whole process (getrusage).
 
-    python bench/scale.py --chunks 100000 [--queries 200] [--json] [--rebuild]
+    python bench/scale.py --chunks 100000 [--queries 200] [--json] [--rebuild] [--store postgres]
+
+`--store postgres` measures the Postgres store instead, on an embedded server holding the same
+corpus (bench/scale_postgres.py builds and caches it); the steps are the same, and the figures are
+client wall times (the server's work is not this process's CPU).
 
 `--json` prints one line: {"chunks", "rss_mb", "open_s", "first_query_ms", "hybrid_p50_ms",
 "keyword_p50_ms", "vector_p50_ms", "recall_at_10", "add_one_s", "file_mb"}; the full report
