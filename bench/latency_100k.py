@@ -179,6 +179,14 @@ def build(
     return {"documents": d, "chunks": written, "window_vectors": window_count, "mean_cosine_to_base": float(np.mean(cosines))}
 
 
+def corpus_params(probe: KnowledgeBase, chunks: int, per_doc: int, n_real: int, noise: float, seed: int) -> dict[str, Any]:
+    """What the synthetic corpus depends on: the key of a cached build, whichever store it is written to."""
+    return {"v": GENERATOR_VERSION, "model": probe.embedder.name, "chunks": chunks,
+            "per_doc": per_doc, "n_real": n_real, "noise": noise, "seed": seed,
+            "max_tokens": probe.settings.chunk_max_tokens, "overlap": probe.settings.chunk_overlap,
+            "windows": probe.settings.vector_windows}
+
+
 def cached_database(
     probe: KnowledgeBase, chunks: int, per_doc: int, n_real: int, noise: float, seed: int, rebuild: bool,
 ) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
@@ -186,10 +194,7 @@ def cached_database(
     (its path, the parameters that key it, the build's record). `probe` gives the model and settings."""
     CACHE.mkdir(parents=True, exist_ok=True)
     embedder = probe.embedder
-    params = {"v": GENERATOR_VERSION, "model": embedder.name, "chunks": chunks,
-              "per_doc": per_doc, "n_real": n_real, "noise": noise, "seed": seed,
-              "max_tokens": probe.settings.chunk_max_tokens, "overlap": probe.settings.chunk_overlap,
-              "windows": probe.settings.vector_windows}
+    params = corpus_params(probe, chunks, per_doc, n_real, noise, seed)
     db = CACHE / f"latency_100k-{key_of(params)}.db"
     meta = db.with_suffix(".json")
     if db.exists() and not rebuild:

@@ -19,7 +19,11 @@ own so no step's memory or caches leak into the next:
    one document of 10 chunks added through the store and the time until a search finds it,
    and the peak RSS of the whole process (getrusage).
 
-    python bench/scale.py --chunks 100000 [--queries 200] [--json] [--rebuild]
+    python bench/scale.py --chunks 100000 [--queries 200] [--json] [--rebuild] [--store postgres]
+
+`--store postgres` measures the Postgres store instead, on an embedded server holding the same
+corpus (bench/scale_postgres.py builds and caches it); the steps are the same, and the figures are
+client wall times (the server's work is not this process's CPU).
 
 `--json` prints one line: {"chunks", "rss_mb", "open_s", "first_query_ms", "hybrid_p50_ms",
 "keyword_p50_ms", "vector_p50_ms", "recall_at_10", "add_one_s", "file_mb"}; the full report
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -43,7 +48,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from latency_100k import CACHE, DATA, cached_database, key_of, load, noisy, timings  # noqa: E402
+from latency_100k import CACHE, DATA, cached_database, corpus_params, key_of, load, noisy, timings  # noqa: E402
+from scale_postgres import cached_server, database_mb, stored_blocks  # noqa: E402
 
 from sourcebook import KnowledgeBase, Settings  # noqa: E402
 from sourcebook.models import Chunk, DocumentStatus, SearchFilter, sha256_text  # noqa: E402
@@ -54,6 +60,7 @@ RESULTS = HERE / "results"
 EVERYTHING = SearchFilter()
 TRUTH_BATCH = 8192  # chunks per block of the exact scan
 TRUTH_DEPTH = 50  # exact hits kept per query: enough to score the ties of the 10th
+CORPUS = (10, 2000, 0.025, 0)  # chunks per document, real texts embedded, noise, seed (latency_100k.build)
 TIE = 1e-3  # cosine within which a hit ties the exact 10th (float16 rescoring is exact to about this)
 
 
@@ -75,27 +82,35 @@ def query_vectors(probe: KnowledgeBase, count: int) -> tuple[list[str], Path]:
     return queries, cached
 
 
-def exact_top(db: Path, vectors: np.ndarray) -> list[list[tuple[str, float]]]:
-    """Each query's TRUTH_DEPTH best (chunk id, score) by an exact float32 scan of every stored row, streamed."""
+def sqlite_blocks(db: str) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
+    """Every chunk's stored rows of the SQLite store, in blocks: (chunk ids, their rows, each
+    chunk's row count: its vector, then its windows)."""
     import sqlite3
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    best_ids = np.empty((len(vectors), 0), dtype=object)
-    best_scores = np.empty((len(vectors), 0), dtype=np.float32)
     cursor = conn.execute("SELECT c.id, v.vector, v.windows FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq")
     while block := cursor.fetchmany(TRUTH_BATCH):
         dimension = len(block[0][1]) // 4
         rows = np.frombuffer(b"".join(v + (w or b"") for _, v, w in block), dtype=np.float32).reshape(-1, dimension)
-        counts = np.array([1 + len(w or b"") // len(v) for _, v, w in block])
+        yield [i for i, _, _ in block], rows, np.array([1 + len(w or b"") // len(v) for _, v, w in block])
+    conn.close()
+
+
+def exact_top(blocks: Iterable[tuple[list[str], np.ndarray, np.ndarray]],
+              vectors: np.ndarray) -> list[list[tuple[str, float]]]:
+    """Each query's TRUTH_DEPTH best (chunk id, score) by an exact float32 scan of every stored row
+    (a chunk scores its best row), streamed block by block so it never holds the matrix."""
+    best_ids = np.empty((len(vectors), 0), dtype=object)
+    best_scores = np.empty((len(vectors), 0), dtype=np.float32)
+    for block_ids, rows, counts in blocks:
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         scores = np.maximum.reduceat(vectors @ rows.T, starts, axis=1)  # (queries, chunks)
-        ids = np.array([i for i, _, _ in block], dtype=object)
+        ids = np.array(block_ids, dtype=object)
         all_scores = np.concatenate([best_scores, scores], axis=1)
         all_ids = np.concatenate([best_ids, np.broadcast_to(ids, scores.shape)], axis=1)
         keep = np.argsort(-all_scores, axis=1, kind="stable")[:, :TRUTH_DEPTH]
         best_scores = np.take_along_axis(all_scores, keep, axis=1)
         best_ids = np.take_along_axis(all_ids, keep, axis=1)
-    conn.close()
     return [[(str(i), float(score)) for i, score in zip(ids, scores)] for ids, scores in zip(best_ids, best_scores)]
 
 
@@ -112,7 +127,7 @@ def recalls(found: list[list[str]], truth: list[list[tuple[str, float]]]) -> tup
     return float(np.mean(plain)), float(np.mean(tied))
 
 
-def prepare(db: Path, vectors: np.ndarray) -> dict[str, float]:
+def prepare(db: str, vectors: np.ndarray) -> dict[str, float]:
     """Open and search once: builds (and saves) the vector and keyword indexes if they are not
     there yet, so the measured first query maps saved indexes whatever ran before."""
     start = time.perf_counter()
@@ -123,7 +138,7 @@ def prepare(db: Path, vectors: np.ndarray) -> dict[str, float]:
     return {"index_build_s": vector_s, "keyword_index_build_s": time.perf_counter() - start - vector_s}
 
 
-def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[tuple[str, float]]]) -> dict[str, Any]:
+def measure(db: str, queries: list[str], vectors: np.ndarray, truth: list[list[tuple[str, float]]]) -> dict[str, Any]:
     """Everything step 3 of the module docstring lists, in this (fresh) process."""
     start = time.perf_counter()
     store = open_store(str(db))
@@ -145,12 +160,15 @@ def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[
         p50, p95, _ = timings(lambda i, o=option: cpu_timed(cpu, lambda: retriever.search(queries[i], o, vectors[i])),
                               len(queries))
         latency[mode] = {"p50_ms": p50, "p95_ms": p95, "cpu_p50_ms": float(np.median(cpu[1:]) * 1000)}
-    store_vector_cpu_ms = {}
+    store_vector_cpu_ms, store_vector_wall_ms = {}, {}
     for k in (10, 200):  # the store alone, without the retriever's hit building (get_chunks)
-        cpu = []
+        cpu, wall = [], []
         for v in vectors:
+            start = time.perf_counter()
             cpu_timed(cpu, lambda: store.vector_search(v, k, EVERYTHING))
+            wall.append(time.perf_counter() - start)
         store_vector_cpu_ms[k] = float(np.median(cpu) * 1000)
+        store_vector_wall_ms[k] = float(np.median(wall) * 1000)  # Postgres: the server's work is not this process's CPU
     found = [[hit.chunk_id for hit in store.vector_search(v, 10, EVERYTHING)] for v in vectors]
     recall, recall_ties = recalls(found, truth)
     add_one_s = add_one_and_find_it(store, vectors)
@@ -158,7 +176,8 @@ def measure(db: Path, queries: list[str], vectors: np.ndarray, truth: list[list[
     store.close()
     return {"open_s": open_s, "first_query_ms": first_query_ms, "latency": latency, "recall_at_10": recall,
             "recall_at_10_ties": recall_ties, "add_one_s": add_one_s, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "rss_now_mb": resident, "store_vector_cpu_p50_ms": store_vector_cpu_ms}
+            "rss_now_mb": resident, "store_vector_cpu_p50_ms": store_vector_cpu_ms,
+            "store_vector_wall_p50_ms": store_vector_wall_ms}
 
 
 def resident_split() -> dict[str, float]:
@@ -197,15 +216,23 @@ def add_one_and_find_it(store: Any, vectors: np.ndarray) -> float:
     return elapsed
 
 
-def file_mb(db: Path) -> float:
-    files = [db, Path(f"{db}-wal")]
+def file_mb(db: Path | str) -> float:
+    """The knowledge base's size on disk: the SQLite file, its WAL and its index files, or the
+    Postgres database."""
+    if is_postgres(db):
+        return database_mb(str(db))
+    files = [Path(db), Path(f"{db}-wal")]
     index_dir = Path(f"{db}.indexes")
     if index_dir.is_dir():
         files += [f for f in index_dir.rglob("*") if f.is_file()]
     return sum(f.stat().st_size for f in files if f.is_file()) / 1e6
 
 
-def child(step: str, db: Path, vectors_file: Path, extra: dict[str, Any]) -> dict[str, Any]:
+def is_postgres(db: Path | str) -> bool:
+    return str(db).startswith(("postgresql://", "postgres://"))
+
+
+def child(step: str, db: Path | str, vectors_file: Path, extra: dict[str, Any]) -> dict[str, Any]:
     """Run `step` in a fresh interpreter; its result comes back as the last line of its output."""
     command = [sys.executable, __file__, "--step", step, "--db", str(db), "--vectors", str(vectors_file),
                "--step-args", json.dumps(extra)]
@@ -214,12 +241,12 @@ def child(step: str, db: Path, vectors_file: Path, extra: dict[str, Any]) -> dic
 
 
 def run_step(args: argparse.Namespace) -> None:
-    db, vectors = Path(args.db), np.load(args.vectors)
+    db, vectors = args.db, np.load(args.vectors)
     extra = json.loads(args.step_args)
     if args.step == "prepare":
         result: Any = prepare(db, vectors)
     elif args.step == "truth":
-        result = exact_top(db, vectors)
+        result = exact_top(stored_blocks(db) if is_postgres(db) else sqlite_blocks(db), vectors)
     else:
         result = measure(db, extra["queries"], vectors, json.loads(Path(extra["truth_file"]).read_text()))
     print(json.dumps(result))
@@ -231,6 +258,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--rebuild", action="store_true", help="ignore a cached database")
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite",
+                        help="postgres: the Postgres store on an embedded server (bench/scale_postgres.py)")
     parser.add_argument("--step", choices=("prepare", "truth", "measure"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--vectors", help=argparse.SUPPRESS)
@@ -241,13 +270,48 @@ def main() -> None:
         return
     log = (lambda message: None) if args.json else (lambda message: print(message, flush=True))
     probe = KnowledgeBase.open(":memory:")
-    db, params, built = cached_database(probe, args.chunks, 10, 2000, 0.025, 0, args.rebuild)
+    server = None
+    if args.store == "postgres":
+        params = corpus_params(probe, args.chunks, *CORPUS)
+        server, db, built = cached_server(probe, params, args.rebuild, log)
+        cache_file = CACHE / f"pg-{key_of(params)}.json"
+    else:
+        path, params, built = cached_database(probe, args.chunks, *CORPUS, args.rebuild)
+        db, cache_file = str(path), path
     queries, vectors_file = query_vectors(probe, args.queries)
     probe.close()
-    report: dict[str, Any] = {"params": params, "build": built, "loadavg": {"start": load()}}
+    try:
+        report = run(args, db, cache_file, queries, vectors_file, log)
+    finally:
+        if server is not None:
+            server.stop()
+    report["params"], report["build"], report["store"] = params, built, args.store
+    line = report["summary"]
+    RESULTS.mkdir(exist_ok=True)
+    name = f"scale-{args.chunks}" + ("-postgres" if server is not None else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(line))
+        return
+    measured = report["measure"]
+    for key, value in line.items():
+        log(f"{key:>16}: {value}")
+    for mode, values in measured["latency"].items():
+        log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
+    log(f"recall@10 with ties (within {TIE} of the exact 10th): {measured['recall_at_10_ties']:.4f}")
+    log(f"store.vector_search p50 by k: CPU {measured['store_vector_cpu_p50_ms']} ms, "
+        f"wall {measured['store_vector_wall_p50_ms']} ms")
+    log(f"resident at the end: {measured['rss_now_mb']} MB; load average: {report['loadavg']}")
+
+
+def run(args: argparse.Namespace, db: str, cache_file: Path, queries: list[str], vectors_file: Path,
+        log: Any) -> dict[str, Any]:
+    """Steps 1-3 of the module docstring on the built knowledge base `db` (a path or a DSN); the
+    exact top lists are cached beside `cache_file`."""
+    report: dict[str, Any] = {"loadavg": {"start": load()}}
     report["prepare"] = child("prepare", db, vectors_file, {})
     log(f"index ready in {report['prepare']['index_build_s']:.1f} s")
-    truth_file = db.with_name(f"{db.stem}-truth-{key_of({'queries': queries, 'depth': TRUTH_DEPTH})}.json")
+    truth_file = cache_file.with_name(f"{cache_file.stem}-truth-{key_of({'queries': queries, 'depth': TRUTH_DEPTH})}.json")
     if not truth_file.exists():
         truth_file.write_text(json.dumps(child("truth", db, vectors_file, {})))
     report["loadavg"]["before_measure"] = load()
@@ -262,19 +326,8 @@ def main() -> None:
         "vector_p50_ms": round(latency["vector"]["p50_ms"], 2), "recall_at_10": round(measured["recall_at_10"], 4),
         "add_one_s": round(measured["add_one_s"], 3), "file_mb": round(file_mb(db), 1),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"scale-{args.chunks}.json").write_text(json.dumps({"summary": line, **report}, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(line))
-        return
-    for key, value in line.items():
-        log(f"{key:>16}: {value}")
-    for mode, values in latency.items():
-        log(f"{mode:>8}: p95 {values['p95_ms']:.2f} ms, CPU p50 {values['cpu_p50_ms']:.2f} ms")
-    log(f"recall@10 with ties (within {TIE} of the exact 10th): {measured['recall_at_10_ties']:.4f}")
-    log(f"store.vector_search CPU p50 by k: {measured['store_vector_cpu_p50_ms']} ms")
-    log(f"resident at the end: {measured['rss_now_mb']} MB; load average: {report['loadavg']}")
-
+    report["summary"] = line
+    return report
 
 if __name__ == "__main__":
     main()

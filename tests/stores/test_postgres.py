@@ -16,6 +16,7 @@ from sourcebook.models import DocumentStatus, SearchFilter
 from sourcebook.stores import open_store
 from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
+from sourcebook.stores.postgres.vectors import candidates, ef_search_sql
 from sourcebook.stores.postgres.schema import (
     GENERATION_TABLES,
     MIGRATIONS,
@@ -170,7 +171,7 @@ def _hnsw_rows(store: PostgresStore, k: int, iterative: bool) -> tuple[int, str]
 
 def test_filtered_vector_queries_still_return_k_rows(crowded: PostgresStore) -> None:
     found, plan = _hnsw_rows(crowded, 50, iterative=True)
-    assert "chunks_embedding_hnsw_4" in plan
+    assert "chunks_halfvec_hnsw_4" in plan
     assert found == 50
     without, _ = _hnsw_rows(crowded, 50, iterative=False)
     assert without < 50  # what iterative scans fix: ef_search candidates, all filtered away
@@ -184,29 +185,45 @@ def test_hnsw_settings_come_from_the_url(migrated_postgres_dsn: str) -> None:
         assert (store.hnsw.m, store.hnsw.ef_construction, store.hnsw.ef_search) == (8, 32, 100)
         store.ensure_collection("docs", MODEL, 12)
         with store.transaction() as conn:
+            conn.execute(ef_search_sql(), (candidates(10), store.hnsw.ef_search))
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("100",)
             definition = conn.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_embedding_hnsw_12'"
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_halfvec_hnsw_12'"
             ).fetchone()[0]
         assert "m='8'" in definition and "ef_construction='32'" in definition
     finally:
         store.close()
 
 
-def test_window_hnsw_indexes_come_with_each_dimension(migrated_postgres_dsn: str) -> None:
+def test_ef_search_covers_the_candidates_and_stays_within_pgvector(migrated_postgres_dsn: str) -> None:
+    """A small table searches at the candidate count; a fixed value wins over the size rule
+    (not over the candidates), and pgvector's maximum caps both."""
+    store = PostgresStore(migrated_postgres_dsn)
+    try:
+        with store.transaction() as conn:
+            for k, fixed, expected in ((10, None, 100), (50, None, 100), (10, 300, 300), (100, 40, 200),
+                                       (10, 5000, 1000), (1000, None, 1000)):
+                conn.execute(ef_search_sql(), (candidates(k), fixed))
+                assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),), (k, fixed)
+    finally:
+        store.close()
+
+
+def test_each_dimension_gets_a_halfvec_index_on_chunks_and_none_on_windows(migrated_postgres_dsn: str) -> None:
     store = PostgresStore(migrated_postgres_dsn, hnsw=HnswSettings(m=8))
     try:
         store.ensure_collection("docs", MODEL, DIM)
         store.ensure_collection("wide", MODEL, 12)
         with store.transaction() as conn:
             rows = conn.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk_windows' AND indexdef LIKE '%hnsw%'"
+                "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%'"
             ).fetchall()
-        definitions = dict(rows)
-        assert set(definitions) == {"chunk_windows_embedding_hnsw_4", "chunk_windows_embedding_hnsw_12"}
+        definitions = {name: definition for table, name, definition in rows if table == "chunks"}
+        assert set(definitions) == {"chunks_halfvec_hnsw_4", "chunks_halfvec_hnsw_12"}
+        assert not [name for table, name, _ in rows if table == "chunk_windows"]
         for dimension in (4, 12):
-            definition = definitions[f"chunk_windows_embedding_hnsw_{dimension}"]
-            assert f"vector({dimension})" in definition and "vector_cosine_ops" in definition
+            definition = definitions[f"chunks_halfvec_hnsw_{dimension}"]
+            assert f"halfvec({dimension})" in definition and "halfvec_cosine_ops" in definition
             assert f"WHERE (dimension = {dimension})" in definition and "m='8'" in definition
     finally:
         store.close()
@@ -234,7 +251,7 @@ def crowded_windows(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
 
 def test_filtered_window_queries_still_return_k_rows(crowded_windows: PostgresStore) -> None:
     found, plan = _hnsw_rows(crowded_windows, 20, iterative=True)
-    assert "chunks_embedding_hnsw_4" in plan and "chunk_windows_embedding_hnsw_4" in plan
+    assert "chunks_halfvec_hnsw_4" in plan and "chunk_windows_pkey" in plan
     assert found == 20
     without, _ = _hnsw_rows(crowded_windows, 20, iterative=False)
     assert without < 20
@@ -246,28 +263,20 @@ def test_filtered_window_queries_still_return_k_rows(crowded_windows: PostgresSt
     assert scores == sorted(scores, reverse=True)
 
 
-def test_the_window_scan_is_skipped_where_no_windows_can_match(migrated_postgres_dsn: str) -> None:
-    """Else an iterative scan with nothing to find walks the index to hnsw.max_scan_tuples."""
+def test_candidates_are_rescored_exactly_from_their_vectors_and_windows(migrated_postgres_dsn: str) -> None:
+    """The index ranks by half precision; the scores are the full-precision cosine of each
+    chunk's best vector, a window's when it beats the chunk's own."""
     store = PostgresStore(migrated_postgres_dsn)
     try:
-        for collection in ("docs", "plain"):
-            store.ensure_collection(collection, MODEL, DIM)
+        store.ensure_collection("docs", MODEL, DIM)
+        store.ensure_collection("plain", MODEL, DIM)
         add_windowed(store, "windowed", [unit(0.0, 1.0)], [np.stack([unit(1.0)])])
-        add_document(store, "plain", ["no windows"], vectors=[unit(1.0, 1.0)], collection="plain")
-
-        def window_scan(filters: SearchFilter, view: PostgresStore = store) -> str:
-            """The plan's line reading the windows (`w`; `x` is the probe), whichever index it uses."""
-            sql, args = vector_query(unit(1.0), 5, filters)
-            with view.transaction() as conn:
-                plan = [row[0] for row in conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", args)]
-            assert any("One-Time Filter" in line for line in plan)
-            return next(line for line in plan if " on chunk_windows w " in line)
-
-        assert "never executed" not in window_scan(SearchFilter())
-        assert "never executed" not in window_scan(SearchFilter(collections=("docs",)))
-        assert "never executed" in window_scan(SearchFilter(collections=("plain",)))
-        assert "never executed" in window_scan(SearchFilter(), store.for_tenant("acme"))
-        assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter())] == ["windowed#0", "plain#0"]
+        precise = unit(1.0, 0.0123456, 0.0007)
+        add_document(store, "plain", ["no windows"], vectors=[precise], collection="plain")
+        hits = store.vector_search(unit(1.0), 5, SearchFilter())
+        assert [h.chunk_id for h in hits] == ["windowed#0", "plain#0"]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+        assert hits[1].score == pytest.approx(float(precise[0]), abs=1e-6)  # halfvec alone errs by about 1e-4
         assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter(collections=("plain",)))] == [
             "plain#0"]
     finally:
@@ -326,9 +335,12 @@ def test_a_database_at_migration_3_migrates_to_windows(migrated_postgres_dsn: st
         assert store.migration.applied == tuple(range(4, SCHEMA_VERSION + 1))
         with psycopg.connect(migrated_postgres_dsn) as conn:
             definition = conn.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_windows_embedding_hnsw_4'"
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_halfvec_hnsw_4'"
             ).fetchone()[0]  # type: ignore[index]
-        assert "m='8'" in definition and "WHERE (dimension = 4)" in definition
+            old_indexes = conn.execute(
+                "SELECT count(*) FROM pg_indexes WHERE indexname LIKE '%embedding_hnsw%'").fetchone()[0]  # type: ignore[index]
+        assert "m='8'" in definition and "WHERE (dimension = 4)" in definition and "halfvec" in definition
+        assert old_indexes == 0  # the full-precision pair went with migration halfvec_hnsw
         assert [h.chunk_id for h in store.vector_search(unit(1.0), 5, SearchFilter())] == ["old#0"]
         assert store.windows_for_hashes("docs", [chunks[0].content_hash])[chunks[0].content_hash].shape == (0, DIM)
         add_windowed(store, "new", [unit(0.0, 0.0, 1.0)], [np.stack([unit(1.0), unit(0.0, 0.0, 0.0, 1.0)])])

@@ -5,7 +5,7 @@ vectors.py, keywords.py, graph.py, keys.py; the SQL both stores share is in stor
 
 * One `psycopg_pool.ConnectionPool` per database, shared by every tenant's view of it
   (`for_tenant`). Connections are autocommit; every method runs one explicit
-  transaction that first sets ``sourcebook.tenant`` (and ``hnsw.ef_search``) with
+  transaction that first sets ``sourcebook.tenant`` (and ``hnsw.iterative_scan``) with
   ``set_config(..., true)``, so the settings die with the transaction and a pooled
   connection never carries one tenant's scope into another's work.
 * Tenant isolation is row-level security, not WHERE clauses: the Postgres-only queries
@@ -43,8 +43,7 @@ from .schema import TENANT_SETTING, migrate, restricted_role, schema_version
 from .vectors import HnswSettings, PostgresVectors, indexed_dimensions
 
 _SCOPE = (
-    f"SELECT set_config('{TENANT_SETTING}', %s, true), set_config('hnsw.ef_search', %s, true), "
-    "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    f"SELECT set_config('{TENANT_SETTING}', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 )
 
 
@@ -117,11 +116,11 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
             with self._pool.connection() as conn:
                 if pipeline:
                     with conn.pipeline(), conn.transaction():
-                        conn.execute(_SCOPE, (self.tenant, str(self.hnsw.ef_search)))
+                        conn.execute(_SCOPE, (self.tenant,))
                         yield conn
                 else:
                     with conn.transaction():
-                        conn.execute(_SCOPE, (self.tenant, str(self.hnsw.ef_search)))
+                        conn.execute(_SCOPE, (self.tenant,))
                         yield conn
         except psycopg.Error as exc:
             raise StoreError(f"Postgres store {self._where}: {exc}") from exc
@@ -234,10 +233,11 @@ def open_postgres(url: str, tenant: str = DEFAULT_TENANT) -> PostgresStore:
     if any(value < 1 for value in numbers.values()):
         raise ConfigurationError(f"{sorted(settings)} in the Postgres URL must be positive")
     dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in own])))
+    defaults = HnswSettings()
     hnsw = HnswSettings(
-        m=numbers.get("hnsw_m", 16),
-        ef_construction=numbers.get("hnsw_ef_construction", 64),
-        ef_search=numbers.get("hnsw_ef_search", 40),
+        m=numbers.get("hnsw_m", defaults.m),
+        ef_construction=numbers.get("hnsw_ef_construction", defaults.ef_construction),
+        ef_search=numbers.get("hnsw_ef_search"),
     )
     return PostgresStore(dsn, tenant=tenant, hnsw=hnsw, pool_size=numbers.get("pool_size", 10))
 
