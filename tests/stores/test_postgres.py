@@ -154,6 +154,7 @@ def crowded(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
     add_document(store, "far", [f"far {i}" for i in range(len(far))], vectors=far, metadata={"side": "far"})
     with psycopg.connect(store.dsn, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
+    store.ann_min_rows = 0  # searched through the index, as a table past the exact threshold is
     yield store
     store.close()
 
@@ -245,6 +246,7 @@ def crowded_windows(migrated_postgres_dsn: str) -> Iterator[PostgresStore]:
     with psycopg.connect(store.dsn, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
         conn.execute("ANALYZE chunk_windows")
+    store.ann_min_rows = 0  # searched through the index, as a table past the exact threshold is
     yield store
     store.close()
 
@@ -263,10 +265,33 @@ def test_filtered_window_queries_still_return_k_rows(crowded_windows: PostgresSt
     assert scores == sorted(scores, reverse=True)
 
 
+def test_a_small_table_is_searched_exactly_windows_included(migrated_postgres_dsn: str) -> None:
+    """Below ann_min_rows vector rows every chunk is scored, so a chunk whose own vector ranks
+    beyond the index's candidates is still found by its window; through the index it is not."""
+    store = PostgresStore(migrated_postgres_dsn)
+    try:
+        store.ensure_collection("docs", MODEL, DIM)
+        rng = np.random.default_rng(5)
+        near = [unit(1.0, *rng.normal(0, 0.3, DIM - 1)) for _ in range(candidates(1) + 50)]
+        add_document(store, "near", [f"near {i}" for i in range(len(near))], vectors=near)
+        add_windowed(store, "hidden", [unit(-1.0)], [np.stack([unit(1.0)])])
+        with psycopg.connect(store.dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE chunks")
+            conn.execute("ANALYZE chunk_windows")
+        [best] = store.vector_search(unit(1.0), 1, SearchFilter())
+        assert best.chunk_id == "hidden#0" and best.score == pytest.approx(1.0, abs=1e-6)
+        store.ann_min_rows = 0
+        [through_index] = store.vector_search(unit(1.0), 1, SearchFilter())
+        assert through_index.chunk_id != "hidden#0"  # the approximation the threshold avoids
+    finally:
+        store.close()
+
+
 def test_candidates_are_rescored_exactly_from_their_vectors_and_windows(migrated_postgres_dsn: str) -> None:
     """The index ranks by half precision; the scores are the full-precision cosine of each
     chunk's best vector, a window's when it beats the chunk's own."""
     store = PostgresStore(migrated_postgres_dsn)
+    store.ann_min_rows = 0  # through the index (a table this small is otherwise scanned exactly)
     try:
         store.ensure_collection("docs", MODEL, DIM)
         store.ensure_collection("plain", MODEL, DIM)
