@@ -42,6 +42,12 @@ _TOKENS_PER_ROW = 64
 activations grow with rows x width^2 (attention), and its arena keeps its high-water mark:
 32 full 256-token chunks took about 220 MB more than 8 did, for no speed gain. So short texts
 (sentence windows) still go 32 at a time, full chunks about 8."""
+_ATTENTION_CELLS = 2 * 256 * 256
+"""A batch's rows x width^2 (the attention scores per head) is at most this: 32 window-length
+rows of 64 tokens, but 2 full chunks of 256, not 8. Attention is the model's largest buffer
+(rows x 12 heads x width^2 floats, several alive per layer, per parallel run) and the arena
+keeps its high-water mark: at 8 full chunks a run the model's peak was 135 MB above the loaded
+process, at 2 it is 90 MB, at the same speed (issue 17; README "Large files: memory and time")."""
 _COUNT_BATCH = 1024
 """Texts per tokenizer call when only counting: large enough for its threads, small enough
 that the encodings alive at once stay a few MB."""
@@ -358,13 +364,15 @@ class LocalEmbedder:
                         running[pool.submit(work, following)] = following
 
     def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
-        """Text indexes sorted by token count, cut into batches of at most `batch_size` texts
-        and `batch_size * _TOKENS_PER_ROW` padded tokens, so peak memory does not depend on
-        how long the texts are, and rows of a batch are nearly the same length (no padding)."""
+        """Text indexes sorted by token count, cut into batches of at most `batch_size` texts,
+        `batch_size * _TOKENS_PER_ROW` padded tokens and `_ATTENTION_CELLS`, so peak memory does
+        not depend on how long the texts are, and rows of a batch are nearly the same length (no
+        padding)."""
         budget = self.batch_size * _TOKENS_PER_ROW
         batch: list[int] = []
         for index in sorted(range(len(lengths)), key=lengths.__getitem__):
-            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * lengths[index] > budget):
+            rows, width = len(batch) + 1, lengths[index]
+            if batch and (rows > self.batch_size or rows * width > budget or rows * width * width > _ATTENTION_CELLS):
                 yield batch
                 batch = []
             batch.append(index)
