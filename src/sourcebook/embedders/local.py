@@ -174,8 +174,15 @@ def _bert_graph(bert_dir: Path, precision: str) -> bytes | str:
     return str(cached)
 
 
-_MALLOC_TRIM: Callable[[int], int] | None = getattr(ctypes.CDLL(None), "malloc_trim", None)
-"""glibc's `malloc_trim`, None elsewhere (musl, macOS)."""
+def _libc_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, None elsewhere (musl and macOS lack it; Windows has no `CDLL(None)`)."""
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):
+        return None
+
+
+_MALLOC_TRIM = _libc_malloc_trim()
 
 
 def _release_freed() -> None:
