@@ -86,6 +86,19 @@ def test_a_paragraph_longer_than_a_part_comes_in_pieces_cut_at_whitespace() -> N
     assert all(piece.endswith(" ") for piece in pieces[:-1])
 
 
+def test_utf8_damaged_after_its_opening_stays_utf8(tmp_path: Path, small_reads: None) -> None:
+    """The encoding is detected in the opening (997 bytes here), which is clean UTF-8 but cut
+    inside a character: the file streams as UTF-8, as read whole, its bad byte replaced, not as
+    windows-1252 mojibake."""
+    path = tmp_path / "notes.txt"
+    body = _text(400).replace("river", "rivière").encode()
+    path.write_bytes(b"x " * 498 + "è\n\n".encode() + body[:5000] + b"\xff" + body[5000:])
+    whole = parse(read_source(str(path), Settings()))
+    streamed_file = open_text_file(str(path), LIMIT)
+    assert streamed_file is not None and streamed_file.encoding == whole.metadata["encoding"] == "utf-8"
+    assert list(streamed_file.blocks()) == list(whole.blocks)
+
+
 def test_a_file_changed_after_it_was_hashed_fails_instead_of_storing_other_text(tmp_path: Path, small_reads: None) -> None:
     path = tmp_path / "log.txt"
     path.write_text(_text(100))

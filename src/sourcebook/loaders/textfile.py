@@ -98,13 +98,24 @@ def open_text_file(source: str, limit: int) -> TextFile | None:
         try:
             read = _survey(path, encoding, errors, limit)
         except UnicodeDecodeError:  # not UTF-8: the encoding `decode_text` detects in the opening
-            encoding, errors = decode_text(head, source)[1], "replace"
+            encoding, errors = _detected_encoding(head, source), "replace"
             read = _survey(path, encoding, errors, limit)
     except (OSError, LookupError, LoaderError):
         return None
     if read is None or read.size > limit:  # a man page, or it grew since stat(): read whole
         return None
     return TextFile(source, path, read.digest.hexdigest(), encoding, errors, file_metadata(path, read.size, info))
+
+
+def _detected_encoding(head: bytes, source: str) -> str:
+    """The encoding of a file that is not UTF-8 throughout, from its opening `head`: UTF-8 still
+    if the damage lies beyond the head (which may end inside a character: decoded as a piece,
+    not as a whole), else what `decode_text` detects in it."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        return decode_text(head, source)[1]
+    return "utf-8"
 
 
 def _survey(path: Path, encoding: str, errors: str, limit: int) -> _Read | None:
