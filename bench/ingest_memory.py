@@ -12,13 +12,14 @@ so that parse's memory is not in it) per input.
 `--embedder fake` keeps the real tokenizer (chunking counts real tokens) but returns
 random vectors: the pipeline's own memory and time, without the model's hours on a
 50 MB file (about 600,000 chunk and window texts). `--embedder model` runs the default
-model at the default fp32 precision; `--precision int8` (opt-in, faster, slightly lower
-quality) says so in every row. Each row also has the seconds per stage of `kb.add`
+model at the product's default precision (`Settings.embedding_precision`: int8 since
+INT8_VERSION 2); `--precision fp32` runs the full-precision graph instead, and every row says
+which ran. Each row also has the seconds per stage of `kb.add`
 (profiling.py: load, chunk, tokenize, model, write; stages overlap, so they can add up to
 more than the total).
 
     python bench/ingest_memory.py --text-mb 0.5 2 --run-on-mb 2 --pdf-pages 200 [--embedder fake] [--json]
-    python bench/ingest_memory.py --text-mb --run-on-mb --pdf-pages 2000 --precision int8
+    python bench/ingest_memory.py --text-mb --run-on-mb --pdf-pages 2000 [--precision fp32]
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
+
+from sourcebook.settings import Settings
 
 INPUTS = Path(tempfile.gettempdir()) / "sourcebook-ingest-memory"
 WORDS = (
@@ -173,8 +176,9 @@ def main() -> None:
     parser.add_argument("--run-on-mb", type=float, nargs="*", default=[2.0])
     parser.add_argument("--pdf-pages", type=int, nargs="*", default=[2000])
     parser.add_argument("--embedder", choices=["model", "fake"], default="model")
-    parser.add_argument("--precision", choices=["fp32", "int8"], default="fp32",
-                        help="the model's precision (fp32 is the default; int8 is opt-in)")
+    precision = Settings.model_fields["embedding_precision"]
+    parser.add_argument("--precision", choices=get_args(precision.annotation), default=precision.default,
+                        help=f"the model's precision (default: the product's, {precision.default})")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of a table")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()

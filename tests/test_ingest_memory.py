@@ -14,11 +14,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 _CHILD = textwrap.dedent(
     """
     import json, sys
     import numpy as np
     from sourcebook import KnowledgeBase, Settings
+    from sourcebook.errors import LoaderError
     from sourcebook.wiring import Components
 
     class WordEmbedder:
@@ -46,16 +49,23 @@ _CHILD = textwrap.dedent(
     kb = KnowledgeBase(Components.build(settings).store, settings, WordEmbedder())
     kb.add(sys.argv[3])  # a tiny file first: lazy imports and caches are not the document's
     baseline = peak_mb()
-    [result] = kb.add(sys.argv[1])
-    assert result.action == "added", result
+    if sys.argv[4] == "move":  # the tiny file "moved" to the large one, which holds other text
+        try:
+            kb.move(sys.argv[3], sys.argv[1])
+        except LoaderError as exc:
+            assert "other content" in str(exc), exc
+    else:
+        [result] = kb.add(sys.argv[1])
+        assert result.action == "added", result
     print(json.dumps({"baseline": baseline, "peak": peak_mb()}))
     """
 )
 
 
-def _prose(path: Path, megabytes: float) -> Path:
-    """Distinct sentences (no two chunks share a hash) in blank-line separated paragraphs."""
-    words = "model data river policy energy signal history method value growth theory sample".split()
+def _prose(path: Path, megabytes: float, encoding: str = "utf-8") -> Path:
+    """Distinct sentences (no two chunks share a hash) in blank-line separated paragraphs, with
+    accented words (a file that is not UTF-8 when `encoding` says so)."""
+    words = "model data rivière policy énergie signal history method value growth theory sample".split()
     paragraphs, size, n = [], 0, 0
     while size < megabytes * 2**20:
         sentences = [
@@ -65,29 +75,38 @@ def _prose(path: Path, megabytes: float) -> Path:
         paragraphs.append(" ".join(sentences))
         size += len(paragraphs[-1]) + 2
         n += 1
-    path.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    path.write_text("\n\n".join(paragraphs), encoding=encoding)
     return path
 
 
-def _growth_mb(tmp_path: Path, megabytes: float) -> float:
-    document = _prose(tmp_path / f"prose-{megabytes}.txt", megabytes)
+def _growth_mb(tmp_path: Path, megabytes: float, encoding: str = "utf-8", action: str = "add") -> float:
+    document = _prose(tmp_path / f"prose-{megabytes}-{encoding}.txt", megabytes, encoding)
     warm = _prose(tmp_path / "warm.txt", 0.01)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(document), str(tmp_path / f"kb-{megabytes}.db"), str(warm)],
+        [sys.executable, "-c", _CHILD, str(document), str(tmp_path / f"kb-{megabytes}-{encoding}-{action}.db"), str(warm), action],
         capture_output=True, text=True, check=True, timeout=300,
     )
     peaks = json.loads(done.stdout.strip().splitlines()[-1])
     return float(peaks["peak"] - peaks["baseline"])
 
 
-def test_peak_memory_of_a_text_file_does_not_grow_with_its_size(tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoding", ["utf-8", "cp1252"])
+def test_peak_memory_of_a_text_file_does_not_grow_with_its_size(tmp_path: Path, encoding: str) -> None:
     """16x the file may not cost more than a few MB of noise: a large text file is streamed
     (loaders/textfile.py), chunked a part at a time and spooled, so a constant and a batch are
     held whatever its size. Growth over a tiny file's peak (2026-11-27) for 1, 12 and 16 MB of
     prose: 34.5, 56.3 (once 42.4) and 61.7 MB with the file read whole (e9f530f, about 1.8 MB
     a MB); 35.4-36.0, 37.6 and 37.5-39.5 MB streamed. (2026-11-25, before the streaming write:
-    61 MB for 1 MB, 326 MB for 4 MB.)"""
+    61 MB for 1 MB, 326 MB for 4 MB.) A file in another encoding (cp1252) was read whole until
+    2026-11-27: 36.8 and 65.4 MB for 1 and 16 MB; streamed, 37.8 and 39.6 MB."""
     small, large = 1.0, 16.0
-    small_growth = _growth_mb(tmp_path, small)
-    large_growth = _growth_mb(tmp_path, large)
+    small_growth = _growth_mb(tmp_path, small, encoding)
+    large_growth = _growth_mb(tmp_path, large, encoding)
     assert large_growth - small_growth < 8.0, (small_growth, large_growth)
+
+
+def test_moving_a_file_hashes_it_in_pieces(tmp_path: Path) -> None:
+    """`kb.move` checks the file holds what was stored by its fingerprint, which it hashes
+    without holding the file (`identify_source`): a 32 MB file raised the peak 32.5 MB when
+    read whole, 1.9 MB hashed in pieces (2026-11-27)."""
+    assert _growth_mb(tmp_path, 32.0, action="move") < 8.0

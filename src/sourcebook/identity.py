@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 
 from .errors import LoaderError
-from .loaders import RawSource, is_url
+from .loaders import SourceIdentity, is_url
 from .loaders.text import title_from_source
 from .models import DocumentRecord, DocumentStatus
 from .stores.base import DocumentStore
@@ -46,7 +46,7 @@ def existing_document(store: DocumentStore, collection: str, source: str) -> tup
     return (existing.id if existing else doc_id), existing
 
 
-def move_document(store: DocumentStore, record: DocumentRecord, raw: RawSource) -> None:
+def move_document(store: DocumentStore, record: DocumentRecord, raw: SourceIdentity) -> None:
     """Point `record` at the file `raw` was read from, keeping its chunks and vectors: a moved
     or renamed file is the same document under a new path, so nothing is parsed or embedded
     again. Only for a file holding what was stored (LoaderError otherwise: add it instead); a

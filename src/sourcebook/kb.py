@@ -39,7 +39,7 @@ from .graph.models import EntityRecord
 from .identity import document_id, move_document, normalize_source, source_readable
 from .ingest import ProgressHandler
 from .jobs import IngestionRunner
-from .loaders import READER_METADATA, RawSource, read_source
+from .loaders import READER_METADATA, RawSource, identify_source
 from .models import (
     Answer,
     DocumentRecord,
@@ -186,7 +186,7 @@ class KnowledgeBase:
         renamed: its chunks and vectors are kept and nothing is embedded again. The file must hold
         what was stored (LoaderError otherwise); see `identity.move_document`."""
         record = self.document(document, collection)
-        move_document(self._store, record, read_source(normalize_source(str(path)), self.settings))
+        move_document(self._store, record, identify_source(normalize_source(str(path)), self.settings))
         return self.document(record.id)
 
     def repair(self) -> list[IngestResult]:

@@ -19,7 +19,8 @@ import onnx
 import onnxruntime as ort
 
 from sourcebook.embedders import LocalEmbedder, create_embedder
-from sourcebook.embedders.local import _TOKENS_PER_ROW, _bert_graph, _bundled_minilm_dir
+from sourcebook.embedders import local
+from sourcebook.embedders.local import _ATTENTION_CELLS, _TOKENS_PER_ROW, _bert_graph, _bundled_minilm_dir
 from sourcebook.errors import ConfigurationError
 from sourcebook.profiling import profiled
 from sourcebook.settings import Settings
@@ -110,6 +111,24 @@ def test_batches_are_cut_by_token_count(embedder):
         embedder.embed_documents(texts)
     assert profile.counts["tokens"] == sum(lengths)
     assert profile.counts["padded_tokens"] == sum(len(batch) * width for batch, (_, width) in zip(batches, widths))
+
+
+def test_full_chunks_go_two_to_a_run_and_short_windows_thirty_two(embedder):
+    """A batch's attention (rows x width^2) is bounded too: 8 rows of 256 tokens fit the token
+    budget but hold 4x the attention of 2, and the arena keeps its largest batch (issue 17)."""
+    lengths = [256] * 8 + [60] * 64
+    batches = list(embedder._batches(lengths))
+    assert [len(batch) for batch in batches] == [32, 32, 2, 2, 2, 2]
+    assert all(len(batch) * max(lengths[i] for i in batch) ** 2 <= _ATTENTION_CELLS for batch in batches)
+
+
+def test_freed_memory_is_given_back_after_each_run(embedder, monkeypatch):
+    """glibc keeps what a run's threads freed unless trimmed: the peak then grew with each batch
+    shape (issue 17); a trim after every batch's run holds it down."""
+    trims: list[int] = []
+    monkeypatch.setattr(local, "_MALLOC_TRIM", trims.append)
+    embedder.embed_documents(["a few words"] * 70)
+    assert len(trims) == len(list(embedder._batches([5] * 70))) == 3
 
 
 def test_progress_reports_every_text(embedder):

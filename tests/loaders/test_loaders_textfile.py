@@ -46,12 +46,14 @@ def small_reads(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
-@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+@pytest.mark.parametrize(("bom", "encoding"), [(b"", "utf-8"), (b"\xef\xbb\xbf", "utf-8"), (b"", "cp1252")])
 def test_streamed_file_parses_and_chunks_as_read_whole(
-    tmp_path: Path, small_reads: None, monkeypatch: pytest.MonkeyPatch, newline: str, bom: bytes
+    tmp_path: Path, small_reads: None, monkeypatch: pytest.MonkeyPatch, newline: str, bom: bytes, encoding: str
 ) -> None:
+    """UTF-8 with or without a BOM, and another encoding (detected in the opening, as
+    `decode_text` detects it in the whole): accented words straddle the reads."""
     path = tmp_path / "notes.txt"
-    path.write_bytes(bom + _text(400).replace("\n", newline).encode())
+    path.write_bytes(bom + _text(400).replace("river", "rivière").replace("\n", newline).encode(encoding))
     whole = parse(read_source(str(path), Settings()))
     streamed_file = open_text_file(str(path), LIMIT)
     assert streamed_file is not None and streamed_file.fingerprint == read_source(str(path), Settings()).fingerprint
@@ -84,6 +86,19 @@ def test_a_paragraph_longer_than_a_part_comes_in_pieces_cut_at_whitespace() -> N
     assert all(piece.endswith(" ") for piece in pieces[:-1])
 
 
+def test_utf8_damaged_after_its_opening_stays_utf8(tmp_path: Path, small_reads: None) -> None:
+    """The encoding is detected in the opening (997 bytes here), which is clean UTF-8 but cut
+    inside a character: the file streams as UTF-8, as read whole, its bad byte replaced, not as
+    windows-1252 mojibake."""
+    path = tmp_path / "notes.txt"
+    body = _text(400).replace("river", "rivière").encode()
+    path.write_bytes(b"x " * 498 + "è\n\n".encode() + body[:5000] + b"\xff" + body[5000:])
+    whole = parse(read_source(str(path), Settings()))
+    streamed_file = open_text_file(str(path), LIMIT)
+    assert streamed_file is not None and streamed_file.encoding == whole.metadata["encoding"] == "utf-8"
+    assert list(streamed_file.blocks()) == list(whole.blocks)
+
+
 def test_a_file_changed_after_it_was_hashed_fails_instead_of_storing_other_text(tmp_path: Path, small_reads: None) -> None:
     path = tmp_path / "log.txt"
     path.write_text(_text(100))
@@ -96,10 +111,8 @@ def test_a_file_changed_after_it_was_hashed_fails_instead_of_storing_other_text(
 
 
 def test_what_is_read_whole_as_before(tmp_path: Path, small_reads: None) -> None:
-    """Not UTF-8 (the encoding is detected on the whole), binary, a man page, a small file, too
-    large, or a format another loader reads."""
+    """Binary, a man page, a small file, too large, UTF-16, or a format another loader reads."""
     cases = {
-        "latin.txt": (_text(50) + "café\n").encode("cp1252"),
         "binary.txt": b"\x00\x01\x02" * 1000,
         "ls.txt": b"LS(1)    User Commands    LS(1)\n\nNAME\n       ls - list\n\n" + _text(50).encode(),
         "small.txt": b"A few words.\n",

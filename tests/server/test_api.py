@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -364,7 +365,7 @@ def test_a_restart_finishes_what_the_last_run_left_pending(tmp_path: Path, monke
         # what a server stopped mid-queue leaves behind: rows pending, their uploaded bytes saved
         acme = kb.for_tenant("acme")
         upload_id = acme.enqueue("lunch.md", "notes").id
-        UploadStore(default_upload_dir(kb)).save("acme", upload_id, NOTE)
+        UploadStore(default_upload_dir(kb)).save("acme", upload_id, io.BytesIO(NOTE), "note.md", 1 << 20)
         lost_id = acme.enqueue("lost.md", "notes").id  # its bytes are gone
         with LiveServer(create_app(kb, ServerSettings(log_json=False), keys)) as server, \
                 httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {secret}"}, timeout=60) as client:

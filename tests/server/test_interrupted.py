@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import httpx
@@ -27,7 +28,7 @@ def test_an_interrupted_upload_reads_interrupted_and_a_restart_finishes_it(tmp_p
         secret = keys.create("acme", "acme", make_grants("read")).secret
         acme = kb.for_tenant("acme")
         doc_id = acme.enqueue("lunch.md", "notes").id
-        UploadStore(default_upload_dir(kb)).save("acme", doc_id, NOTE)
+        UploadStore(default_upload_dir(kb)).save("acme", doc_id, io.BytesIO(NOTE), "note.md", 1 << 20)
         with open_store(db) as store:  # what the killed server's ingestion thread left behind
             store.for_tenant("acme").set_status(doc_id, DocumentStatus.PROCESSING, owner=ended_process_owner())
         record = acme.document(doc_id)

@@ -16,6 +16,7 @@ so an int8 model's name carries INT8_SUFFIX and its vectors never mix with fp32 
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -42,6 +43,12 @@ _TOKENS_PER_ROW = 64
 activations grow with rows x width^2 (attention), and its arena keeps its high-water mark:
 32 full 256-token chunks took about 220 MB more than 8 did, for no speed gain. So short texts
 (sentence windows) still go 32 at a time, full chunks about 8."""
+_ATTENTION_CELLS = 2 * 256 * 256
+"""A batch's rows x width^2 (the attention scores per head) is at most this: 32 window-length
+rows of 64 tokens, but 2 full chunks of 256, not 8. Attention is the model's largest buffer
+(rows x 12 heads x width^2 floats, several alive per layer, per parallel run) and the arena
+keeps its high-water mark: at 8 full chunks a run the model's peak over the first 1,280 texts of a
+200-page PDF was 135 MB above the loaded process, at 2 it is 90 MB, at the same speed (issue 17; README "Large files: memory and time")."""
 _COUNT_BATCH = 1024
 """Texts per tokenizer call when only counting: large enough for its threads, small enough
 that the encodings alive at once stay a few MB."""
@@ -172,6 +179,30 @@ def _count_batch(lengths: list[int]) -> None:
     computed, every row padded to the longest."""
     count("tokens", sum(lengths))
     count("padded_tokens", len(lengths) * max(lengths))
+
+
+def _libc_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, None elsewhere (musl and macOS lack it; Windows has no `CDLL(None)`)."""
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):
+        return None
+
+
+_MALLOC_TRIM = _libc_malloc_trim()
+
+
+def _release_freed() -> None:
+    """Give the C heap's freed pages back to the system after a model run.
+
+    A run's buffers outside onnxruntime's arena (its outputs, numpy's pooling temporaries) are
+    freed in the run threads' glibc arenas, whose free pages glibc keeps (its trim threshold
+    rises with the largest block freed), so the peak grew with every batch shape met on top of
+    the arena's own: over the first 2,560 texts of a 200-page PDF, 135 MB above the loaded
+    process, 88 MB with a trim after each run, at the same speed (issue 17; README "Large files:
+    memory and time")."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _segments(text: str) -> Iterator[str]:
@@ -328,6 +359,7 @@ class LocalEmbedder:
             return session.run(None, feeds)  # type: ignore[no-any-return]
         finally:
             self._idle.put(session)
+            _release_freed()
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         texts = list(texts)
@@ -364,13 +396,15 @@ class LocalEmbedder:
                         running[pool.submit(work, following)] = following
 
     def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
-        """Text indexes sorted by token count, cut into batches of at most `batch_size` texts
-        and `batch_size * _TOKENS_PER_ROW` padded tokens, so peak memory does not depend on
-        how long the texts are, and rows of a batch are nearly the same length (no padding)."""
+        """Text indexes sorted by token count, cut into batches of at most `batch_size` texts,
+        `batch_size * _TOKENS_PER_ROW` padded tokens and `_ATTENTION_CELLS`, so peak memory does
+        not depend on how long the texts are, and rows of a batch are nearly the same length (no
+        padding)."""
         budget = self.batch_size * _TOKENS_PER_ROW
         batch: list[int] = []
         for index in sorted(range(len(lengths)), key=lengths.__getitem__):
-            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * lengths[index] > budget):
+            rows, width = len(batch) + 1, lengths[index]
+            if batch and (rows > self.batch_size or rows * width > budget or rows * width * width > _ATTENTION_CELLS):
                 yield batch
                 batch = []
             batch.append(index)

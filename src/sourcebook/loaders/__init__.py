@@ -8,7 +8,10 @@
 
 from .base import LOADERS, Loader, RawSource, get_loader, register_loader, supported_extensions
 from .beir import count_beir, iter_beir
-from .sources import READER_METADATA, excluded_path, expand_sources, is_url, load_source, parse, read_source, wanted_file
+from .sources import (
+    READER_METADATA, SourceIdentity, excluded_path, expand_sources, identify_source, is_url, load_source, parse, read_source,
+    wanted_file,
+)
 
 __all__ = [
     "LOADERS",
@@ -24,6 +27,8 @@ __all__ = [
     "load_source",
     "parse",
     "read_source",
+    "identify_source",
+    "SourceIdentity",
     "register_loader",
     "supported_extensions",
     "wanted_file",

@@ -7,15 +7,17 @@ compare a source's fingerprint with what it stored and skip parsing unchanged fi
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import logging
 import os
 import re
 import stat
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from ..errors import FileTooLargeError, LoaderError, SourcebookError, SourceNotFoundError, UnsupportedFormatError
@@ -38,6 +40,8 @@ _IMAGE_SIGNATURES = {
 
 # --- reading -------------------------------------------------------------------------
 
+_HASH_BYTES = 1 << 20
+"""Bytes of a file hashed at a time when only its fingerprint is needed."""
 READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type", "etag", "last_modified"})
 """Metadata keys reading a file or fetching a URL records (`_read_file`, url.fetch_url): what
 a new read refreshes, unlike the loader's or the user's."""
@@ -57,24 +61,60 @@ def read_source(source: str, settings: Settings) -> RawSource:
 
 
 def _read_file(source: str, limit: int) -> RawSource:
+    with _opened(source, limit) as (path, info, handle):
+        data = handle.read(limit + 1)  # the file may have grown since stat()
+    if len(data) > limit:
+        raise FileTooLargeError(source, _too_large(len(data), limit))
+    return RawSource.from_bytes(source, data, None, file_metadata(path, len(data), info))
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """What identifies a source's content without its bytes: its fingerprint (a `RawSource`'s of
+    the same bytes) and what reading it records."""
+
+    source: str
+    fingerprint: str
+    metadata: dict[str, Any]
+
+
+def identify_source(source: str, settings: Settings) -> SourceIdentity:
+    """`read_source`'s fingerprint and metadata, a file's hashed in pieces of `_HASH_BYTES`, never
+    held whole (a move checks a 50 MB file's content without 50 MB of memory; issue 17)."""
+    if is_url(source):
+        raw = read_source(source, settings)
+        return SourceIdentity(raw.source, raw.fingerprint, raw.metadata)
+    limit = settings.max_file_bytes
+    digest, size = hashlib.sha256(), 0
+    with _opened(source, limit) as (path, info, handle):
+        while size <= limit and (piece := handle.read(_HASH_BYTES)):
+            digest.update(piece)
+            size += len(piece)
+    if size > limit:
+        raise FileTooLargeError(source, _too_large(size, limit))
+    return SourceIdentity(source, digest.hexdigest(), file_metadata(path, size, info))
+
+
+@contextmanager
+def _opened(source: str, limit: int) -> Iterator[tuple[Path, os.stat_result, BinaryIO]]:
+    """The file at `source` open for reading, with its path and stat; a named LoaderError for a
+    folder, a file over `limit` bytes (checked before reading: never load a huge file into
+    memory), a missing or unreadable one."""
     path = Path(source).expanduser()
     try:
         info = path.stat()
         if stat.S_ISDIR(info.st_mode):
             raise LoaderError(source, "is a directory, not a file (add the folder to load the files in it)")
-        if info.st_size > limit:  # checked before reading: never load a huge file into memory
+        if info.st_size > limit:
             raise FileTooLargeError(source, _too_large(info.st_size, limit))
         with path.open("rb") as handle:
-            data = handle.read(limit + 1)  # the file may have grown since stat()
+            yield path, info, handle
     except FileNotFoundError:
         raise SourceNotFoundError(source, "file not found") from None
     except PermissionError:
         raise LoaderError(source, "permission denied") from None
     except OSError as exc:
         raise LoaderError(source, f"cannot read file: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise FileTooLargeError(source, _too_large(len(data), limit))
-    return RawSource.from_bytes(source, data, None, file_metadata(path, len(data), info))
 
 
 def file_metadata(path: Path, size: int, info: os.stat_result) -> dict[str, Any]:

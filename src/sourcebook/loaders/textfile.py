@@ -15,8 +15,9 @@ The blocks are those `TextLoader` makes of the whole text (the same paragraphs, 
 cleaning: `stream_paragraphs`, `add_paragraph`), so the chunks are the same. Only a paragraph
 of more than `FORCED_CHARS` characters (a text without blank lines) differs: it becomes
 several paragraphs cut at whitespace, where the chunker would cut its block at whitespace
-anyway. A file that is not UTF-8 (with or without a BOM), looks binary or is a man page is
-read whole as before (`read_source`, `TextLoader`).
+anyway. A file in another encoding is streamed too, decoded with the encoding detected in its
+opening (`open_text_file`); one that looks binary, starts with a UTF-16 or UTF-32 BOM or is a
+man page is read whole as before (`read_source`, `TextLoader`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from .plaintext import TextLoader, add_paragraph
 from .reference import looks_like_man_page
 from .sources import file_metadata
 from .text import (
-    DocumentBuilder, clean_inline, first_line, looks_binary, short_title, stream_paragraphs, title_from_source,
+    DocumentBuilder, clean_inline, decode_text, first_line, looks_binary, short_title, stream_paragraphs, title_from_source,
 )
 
 STREAM_BYTES = 1 << 20
@@ -74,7 +75,11 @@ def _decoded(path: Path, encoding: str, errors: str, read: _Read, most: int) -> 
 def open_text_file(source: str, limit: int) -> TextFile | None:
     """The file at `source` to stream, hashed and checked, or None when it is to be read whole:
     not a plain-text file of `STREAM_BYTES` to `limit` bytes (max_file_bytes) that `TextLoader`
-    would parse from UTF-8 (or anything that cannot be read: `read_source` says why)."""
+    would parse (or anything that cannot be read: `read_source` says why).
+
+    Its encoding is what `decode_text` finds: a UTF-8 BOM, else UTF-8 if the whole file decodes,
+    else the encoding `decode_text` detects in its first `_READ_BYTES` (detection reads a bounded
+    prefix; the rest is decoded with that encoding, an undecodable byte replaced)."""
     path = Path(source).expanduser()
     try:
         info = path.stat()
@@ -86,24 +91,43 @@ def open_text_file(source: str, limit: int) -> TextFile | None:
             head = handle.read(_READ_BYTES)
     except OSError:
         return None
-    if head.startswith(codecs.BOM_UTF8):
-        encoding, errors = "utf-8-sig", "replace"  # as `decode_text`: a BOM cannot lie
-    elif head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or looks_binary(head):
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or looks_binary(head):
         return None  # UTF-16 and UTF-32 (whose little-endian BOM starts with UTF-16's) are rare this large
-    else:
-        encoding, errors = "utf-8", "strict"
-    read = _Read()
+    encoding, errors = ("utf-8-sig", "replace") if head.startswith(codecs.BOM_UTF8) else ("utf-8", "strict")
     try:
-        texts = _decoded(path, encoding, errors, read, limit + 1)
-        if looks_like_man_page(next(texts)):
-            return None
-        for _ in texts:
-            pass
-    except (OSError, UnicodeDecodeError):  # not UTF-8: `decode_text` detects the encoding of the whole
+        try:
+            read = _survey(path, encoding, errors, limit)
+        except UnicodeDecodeError:  # not UTF-8: the encoding `decode_text` detects in the opening
+            encoding, errors = _detected_encoding(head, source), "replace"
+            read = _survey(path, encoding, errors, limit)
+    except (OSError, LookupError, LoaderError):
         return None
-    if read.size > limit:  # it grew since stat(): `read_source` refuses it
+    if read is None or read.size > limit:  # a man page, or it grew since stat(): read whole
         return None
     return TextFile(source, path, read.digest.hexdigest(), encoding, errors, file_metadata(path, read.size, info))
+
+
+def _detected_encoding(head: bytes, source: str) -> str:
+    """The encoding of a file that is not UTF-8 throughout, from its opening `head`: UTF-8 still
+    if the damage lies beyond the head (which may end inside a character: decoded as a piece,
+    not as a whole), else what `decode_text` detects in it."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        return decode_text(head, source)[1]
+    return "utf-8"
+
+
+def _survey(path: Path, encoding: str, errors: str, limit: int) -> _Read | None:
+    """The file read through with `encoding` (UnicodeDecodeError where it does not decode), or
+    None if it opens as a man page (`TextLoader` reads those whole)."""
+    read = _Read()
+    texts = _decoded(path, encoding, errors, read, limit + 1)
+    if looks_like_man_page(next(texts)):
+        return None
+    for _ in texts:
+        pass
+    return read
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,17 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
+from ..errors import FileTooLargeError
 from ..jobs import IngestItem, JobDone
 from ..loaders import is_url
 from ..models import DocumentRecord, IngestResult
 from .metrics import Metrics
+
+
+COPY_BYTES = 1 << 20
+"""Bytes of an upload copied at a time."""
 
 
 class UploadStore:
@@ -28,18 +34,24 @@ class UploadStore:
     def path(self, tenant: str, document_id: str) -> Path:
         return self.root / tenant / document_id
 
-    def save(self, tenant: str, document_id: str, data: bytes) -> Path:
+    def save(self, tenant: str, document_id: str, data: BinaryIO, name: str, limit: int) -> Path:
         """Keep an upload's bytes durably; returns the file holding them.
 
-        Written to a temporary file, synced and renamed, then the folder synced: a reader never
-        sees half a file, and once this returns a crash cannot lose the bytes (the document is
-        recorded only after this, so a recorded upload always has its bytes)."""
+        Copied from `data` in pieces of `COPY_BYTES`, never held whole (issue 17: a 50 MB
+        upload read at once was 50 MB of the server's memory per request in flight); more than
+        `limit` bytes is a FileTooLargeError (for `name`) with nothing kept. Written to a
+        temporary file, synced and renamed, then the folder synced: a reader never sees half a
+        file, and once this returns a crash cannot lose the bytes (the document is recorded only
+        after this, so a recorded upload always has its bytes)."""
         target = self.path(tenant, document_id)
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{document_id}.", suffix=".part")
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(data)
+                while piece := data.read(COPY_BYTES):
+                    if out.tell() + len(piece) > limit:
+                        raise FileTooLargeError(name, f"larger than the {limit} bytes a document may have")
+                    out.write(piece)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(partial, target)
@@ -49,11 +61,10 @@ class UploadStore:
         _sync_folder(target.parent)
         return target
 
-    def read(self, tenant: str, document_id: str) -> bytes | None:
-        try:
-            return self.path(tenant, document_id).read_bytes()
-        except FileNotFoundError:
-            return None
+    def find(self, tenant: str, document_id: str) -> Path | None:
+        """The kept upload of a document, if there is one."""
+        path = self.path(tenant, document_id)
+        return path if path.is_file() else None
 
     def delete(self, tenant: str, document_id: str) -> None:
         self.path(tenant, document_id).unlink(missing_ok=True)

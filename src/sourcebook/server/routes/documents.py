@@ -7,7 +7,8 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, BinaryIO
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 from pydantic import StringConstraints
@@ -50,14 +51,15 @@ def _readable(call: Call, document_id: str) -> DocumentRecord:
     return record
 
 
-def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[tuple[str, bytes | None, str | None]]) -> DocumentsQueued:
-    """Keep each (source, uploaded bytes or None, media type)'s bytes, then mark it pending, then
-    submit one job. Bytes first: a restart between the two finds a recorded upload with its bytes,
-    never one without (which the server would otherwise have to guess how to read)."""
+def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[tuple[str, BinaryIO | Path | None, str | None]]) -> DocumentsQueued:
+    """Keep each (source, upload, media type)'s bytes, then mark it pending, then submit one job.
+    An upload is a stream to save, or the file where it is already kept (a reindex); None for a
+    URL. Bytes first: a restart between the two finds a recorded upload with its bytes, never one
+    without (which the server would otherwise have to guess how to read)."""
     records: list[DocumentRecord] = []
     items: list[IngestItem] = []
     for source, data, media_type in entries:
-        upload = None if data is None else _save_upload(call, collection, source, data)
+        upload = str(data) if isinstance(data, Path) else None if data is None else _save_upload(call, collection, source, data)
         record = call.kb.enqueue(source, collection, metadata=metadata)
         records.append(record)
         items.append(IngestItem(record.id, source, upload, media_type))
@@ -65,9 +67,12 @@ def _queue(call: Call, collection: str, metadata: dict[str, Any], entries: list[
     return DocumentsQueued(documents=records)
 
 
-def _save_upload(call: Call, collection: str, source: str, data: bytes) -> str:
-    """Save an upload's bytes under the id its document will have; the file holding them."""
-    return str(call.service.uploads.save(call.principal.tenant, call.kb.document_id(source, collection), data))
+def _save_upload(call: Call, collection: str, source: str, data: BinaryIO) -> str:
+    """Save an upload's bytes (streamed, at most max_file_bytes) under the id its document will
+    have; the file holding them."""
+    document_id = call.kb.document_id(source, collection)
+    limit = call.kb.settings.max_file_bytes
+    return str(call.service.uploads.save(call.principal.tenant, document_id, data, source, limit))
 
 
 def _metadata(pairs: list[str]) -> dict[str, Any]:
@@ -104,13 +109,12 @@ def upload_documents(
     if len(files) > call.service.settings.max_upload_files:
         raise PayloadTooLargeError(f"{len(files)} files in one upload; at most {call.service.settings.max_upload_files}")
     limit = call.kb.settings.max_file_bytes
-    entries: dict[str, tuple[str, bytes | None, str | None]] = {}
+    entries: dict[str, tuple[str, BinaryIO | Path | None, str | None]] = {}
     for upload in files:
         name = _file_name(upload)  # a name given twice: the later file wins, as if uploaded after the first
-        data = upload.file.read(limit + 1)
-        if len(data) > limit:
+        if upload.size is not None and upload.size > limit:  # refused before any file is kept
             raise FileTooLargeError(name, f"larger than the {limit} bytes a document may have")
-        entries[name] = (name, data, upload.content_type)
+        entries[name] = (name, upload.file, upload.content_type)
     return _queue(call, collection, _metadata(meta), list(entries.values()))
 
 
@@ -176,7 +180,7 @@ def reindex_document(document_id: str, call: CallDep) -> DocumentsQueued:
     """Process a document again from its uploaded file, URL or absolute path (say, after a chunking change)."""
     record = call.kb.document(document_id)
     call.principal.require(Role.WRITE, record.collection)
-    data = call.service.uploads.read(call.principal.tenant, record.id)
+    data = call.service.uploads.find(call.principal.tenant, record.id)
     if data is None and not (server_may_read(record.source) and (is_url(record.source) or os.path.exists(record.source))):
         raise ConflictError(f"cannot reindex {record.source!r}: the server has neither its upload nor its file")
     entry = (record.source, data, record.media_type or None)
