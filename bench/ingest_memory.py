@@ -134,7 +134,9 @@ def child(path: str, embedder_kind: str, precision: str) -> dict[str, Any]:
     from sourcebook.wiring import Components
 
     folder = tempfile.mkdtemp(prefix="ingest-memory-")
-    settings = Settings(db=f"{folder}/kb.db", embedding_precision=precision)
+    # No time limit: a 50 MB text with the model runs past the product's max_ingest_seconds (an
+    # hour) on 2 busy cores, which would end the measurement with nothing stored.
+    settings = Settings(db=f"{folder}/kb.db", embedding_precision=precision, max_ingest_seconds=7 * 86_400)
     parts = Components.build(settings)
     embedder = FakeEmbedder() if embedder_kind == "fake" else parts.embedder
     kb = KnowledgeBase(parts.store, settings, embedder)
@@ -200,7 +202,7 @@ def main() -> None:
         if not args.json:
             row = rows[-1]
             print(
-                f"{row['input']:>20} {row['megabytes']:>7} MB {row['chunks']:>7} chunks  "
+                f"{row['input']:>20} {row['megabytes']:>7} MB {row['action']:>7} {row['chunks']:>7} chunks  "
                 f"peak {row['peak_rss_mb']:>7} MB (baseline {row['baseline_rss_mb']})  "
                 f"parse {row['parse_seconds']:>7} s  total {row['total_seconds']:>8} s  "
                 f"{row['embedder']}  stages {row['stage_seconds']}",
