@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sourcebook import KnowledgeBase
+from sourcebook.testing.helpers import heeds_ctrl_c
 from sourcebook.watching import FolderChange, FolderWatcher
 
 DEADLINE_SECONDS = 2.0
@@ -178,7 +179,8 @@ def test_the_watch_command_prints_json_lines_and_stops_cleanly_on_ctrl_c(tmp_pat
     folder.mkdir()
     (folder / "first.md").write_text("Caught up at start.\n")
     command = [str(Path(sys.executable).with_name("sourcebook")), "--db", str(tmp_path / "kb.db"), "watch", str(folder), "--json"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=heeds_ctrl_c)
     try:
         assert process.stdout is not None
         first = json.loads(process.stdout.readline())

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from sourcebook import KnowledgeBase
 from sourcebook.cli import app
 from sourcebook.loaders import url as url_module
+from sourcebook.testing.helpers import heeds_ctrl_c
 
 if TYPE_CHECKING:
     from conftest import LocalServer
@@ -155,7 +156,8 @@ def test_refresh_every_interval_until_ctrl_c(tmp_path: Path, http_server: LocalS
         kb.add(url)
     command = [str(Path(sys.executable).with_name("sourcebook")), "--db", db, "refresh", "--every", "0.2s", "--json"]
     env = {**os.environ, "SOURCEBOOK_ALLOW_PRIVATE_URLS": "true"}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               preexec_fn=heeds_ctrl_c)
     try:
         assert process.stdout is not None
         rounds = [json.loads(process.stdout.readline()) for _ in range(2)]

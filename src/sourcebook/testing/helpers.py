@@ -6,6 +6,7 @@ same documents the suites build.
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -118,3 +119,10 @@ def ended_process_owner() -> str:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return owner_token(socket.gethostname(), child.pid, "")
+
+
+def heeds_ctrl_c() -> None:
+    """`preexec_fn` for a child a test stops with SIGINT: a job started in the background without
+    job control (`(pytest &)` in a script) runs with SIGINT ignored, and its children inherit
+    that, so Ctrl-C would never reach the child and the test would wait it out."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
