@@ -140,20 +140,14 @@ class PostgresVectors(SharedSql):
                 ).fetchone()
                 if wrong is not None:
                     raise query_dimension_mismatch(wrong[0], wrong[1], dimension)
-            (rows_estimate,) = conn.execute(ROWS_SQL).fetchone()  # type: ignore[misc]
+            # One round trip: ef_search set (unused by an exact scan) and the vector rows read.
+            _, rows_estimate = conn.execute(ef_search_sql(), (candidates(k), self.hnsw.ef_search)).fetchone()  # type: ignore[misc]
             if rows_estimate < self.ann_min_rows:
                 rows = conn.execute(*exact_query(query, k, filters)).fetchall()
             else:
-                conn.execute(ef_search_sql(), (candidates(k), self.hnsw.ef_search))
                 rows = conn.execute(*vector_query(query, k, filters)).fetchall()
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
-
-
-ROWS_SQL = """SELECT coalesce(sum(greatest(reltuples, 0)), 0) FROM pg_class
-              WHERE oid IN ('chunks'::regclass, 'chunk_windows'::regclass)"""
-"""The vector rows (chunks' own and windows') by the planner's estimate: free to read, as
-current as autovacuum's last ANALYZE (a table never analyzed counts 0, so it is scanned)."""
 
 
 def exact_query(query: np.ndarray, k: int, filters: SearchFilter) -> tuple[str, tuple[Any, ...]]:
@@ -183,11 +177,15 @@ def ef_search_sql() -> str:
     (pg_class.reltuples: free to read, as current as autovacuum's last ANALYZE; the index is
     shared by every tenant, so its size, not the tenant's, is what a search must cover).
     Either way never below EF_SEARCH_MIN or the candidates wanted, nor beyond pgvector's
-    EF_SEARCH_MAX."""
+    EF_SEARCH_MAX. Its second column is the vector rows (chunks' own and windows') by the same
+    estimate, which `vector_search` compares with ann_min_rows (a table never analyzed counts
+    0, so it is scanned)."""
     return f"""SELECT set_config('hnsw.ef_search', least({EF_SEARCH_MAX}, greatest({EF_SEARCH_MIN},
                    %s::int,
                    coalesce(%s::int, round({EF_SEARCH_PER_100K} * sqrt(greatest(reltuples, 0) / 100000.0)))))::int::text,
-                   true)
+                   true),
+                   greatest(reltuples, 0) + coalesce((SELECT greatest(w.reltuples, 0) FROM pg_class w
+                                                      WHERE w.oid = 'chunk_windows'::regclass), 0)
                FROM pg_class WHERE oid = 'chunks'::regclass"""
 
 
