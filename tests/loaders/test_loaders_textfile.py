@@ -42,7 +42,7 @@ def small_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stream files of a few kB, read 997 bytes at a time: paragraphs, blank lines and CRLFs
     straddle the reads."""
     monkeypatch.setattr(textfile, "STREAM_BYTES", 1000)
-    monkeypatch.setattr(textfile, "_READ_BYTES", 997)
+    monkeypatch.setattr(textfile, "PIECE_BYTES", 997)
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])

@@ -40,8 +40,10 @@ _IMAGE_SIGNATURES = {
 
 # --- reading -------------------------------------------------------------------------
 
-_HASH_BYTES = 1 << 20
-"""Bytes of a file hashed at a time when only its fingerprint is needed."""
+PIECE_BYTES = 1 << 20
+"""Bytes of a file read, hashed, decoded or copied at a time wherever a file is not held whole
+(here, `textfile`, the server's upload store): 1 MiB keeps the system calls few and the memory
+flat."""
 READER_METADATA = frozenset({"path", "size", "mtime", "url", "final_url", "content_type", "etag", "last_modified"})
 """Metadata keys reading a file or fetching a URL records (`_read_file`, url.fetch_url): what
 a new read refreshes, unlike the loader's or the user's."""
@@ -79,7 +81,7 @@ class SourceIdentity:
 
 
 def identify_source(source: str, settings: Settings) -> SourceIdentity:
-    """`read_source`'s fingerprint and metadata, a file's hashed in pieces of `_HASH_BYTES`, never
+    """`read_source`'s fingerprint and metadata, a file's hashed in pieces of `PIECE_BYTES`, never
     held whole (a move checks a 50 MB file's content without 50 MB of memory; issue 17)."""
     if is_url(source):
         raw = read_source(source, settings)
@@ -87,7 +89,7 @@ def identify_source(source: str, settings: Settings) -> SourceIdentity:
     limit = settings.max_file_bytes
     digest, size = hashlib.sha256(), 0
     with _opened(source, limit) as (path, info, handle):
-        while size <= limit and (piece := handle.read(_HASH_BYTES)):
+        while size <= limit and (piece := handle.read(PIECE_BYTES)):
             digest.update(piece)
             size += len(piece)
     if size > limit:

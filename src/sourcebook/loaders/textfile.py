@@ -3,7 +3,7 @@
 Read whole, a 50 MB text file is held at once as bytes, as one string, and as cleaned blocks
 (issue 17 #4: about 180 MB above the process at the peak of parsing, before any chunking),
 so ingestion memory would grow with the file. A plain-text file of more than `STREAM_BYTES`
-is instead read in pieces of `_READ_BYTES`, three times: `open_text_file` hashes it (the same
+is instead read in pieces of `PIECE_BYTES`, three times: `open_text_file` hashes it (the same
 fingerprint as `RawSource`'s, so an unchanged file is skipped however it was read before) and
 checks that it decodes; `TextFile.parse` reads it through for what ingestion needs before
 chunking (title, characters, opening); `TextFile.blocks` reads it again for the chunker, which
@@ -38,15 +38,13 @@ from ..models import Block, ParsedDocument
 from .base import get_loader
 from .plaintext import TextLoader, add_paragraph
 from .reference import looks_like_man_page
-from .sources import file_metadata
+from .sources import PIECE_BYTES, file_metadata
 from .text import (
     DocumentBuilder, clean_inline, decode_text, first_line, looks_binary, short_title, stream_paragraphs, title_from_source,
 )
 
 STREAM_BYTES = 1 << 20
 """Plain-text files above this size are streamed; reading a smaller one whole costs a few MB."""
-_READ_BYTES = 1 << 20
-"""Bytes read and decoded at a time."""
 OPENING_CHARS = 1 << 16
 """About how many characters of opening blocks the streamed document keeps: its beginning, what
 a contextual enricher shows the model of a document (enrichment.DOCUMENT_CHARS, 24,000)."""
@@ -65,7 +63,7 @@ def _decoded(path: Path, encoding: str, errors: str, read: _Read, most: int) -> 
     at most `most` bytes, each counted and hashed into `read`."""
     decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder(encoding)(errors), translate=True)
     with path.open("rb") as handle:
-        while read.size < most and (data := handle.read(min(_READ_BYTES, most - read.size))):
+        while read.size < most and (data := handle.read(min(PIECE_BYTES, most - read.size))):
             read.size += len(data)
             read.digest.update(data)
             yield decoder.decode(data)
@@ -78,7 +76,7 @@ def open_text_file(source: str, limit: int) -> TextFile | None:
     would parse (or anything that cannot be read: `read_source` says why).
 
     Its encoding is what `decode_text` finds: a UTF-8 BOM, else UTF-8 if the whole file decodes,
-    else the encoding `decode_text` detects in its first `_READ_BYTES` (detection reads a bounded
+    else the encoding `decode_text` detects in its first `PIECE_BYTES` (detection reads a bounded
     prefix; the rest is decoded with that encoding, an undecodable byte replaced)."""
     path = Path(source).expanduser()
     try:
@@ -88,7 +86,7 @@ def open_text_file(source: str, limit: int) -> TextFile | None:
         if not isinstance(get_loader(extension=path.suffix), TextLoader):
             return None
         with path.open("rb") as handle:
-            head = handle.read(_READ_BYTES)
+            head = handle.read(PIECE_BYTES)
     except OSError:
         return None
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or looks_binary(head):

@@ -16,12 +16,11 @@ from typing import BinaryIO
 from ..errors import FileTooLargeError
 from ..jobs import IngestItem, JobDone
 from ..loaders import is_url
+from ..loaders.sources import PIECE_BYTES
 from ..models import DocumentRecord, IngestResult
 from .metrics import Metrics
 
 
-COPY_BYTES = 1 << 20
-"""Bytes of an upload copied at a time."""
 
 
 class UploadStore:
@@ -37,7 +36,7 @@ class UploadStore:
     def save(self, tenant: str, document_id: str, data: BinaryIO, name: str, limit: int) -> Path:
         """Keep an upload's bytes durably; returns the file holding them.
 
-        Copied from `data` in pieces of `COPY_BYTES`, never held whole (issue 17: a 50 MB
+        Copied from `data` in pieces of `PIECE_BYTES`, never held whole (issue 17: a 50 MB
         upload read at once was 50 MB of the server's memory per request in flight); more than
         `limit` bytes is a FileTooLargeError (for `name`) with nothing kept. Written to a
         temporary file, synced and renamed, then the folder synced: a reader never sees half a
@@ -48,7 +47,7 @@ class UploadStore:
         handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{document_id}.", suffix=".part")
         try:
             with os.fdopen(handle, "wb") as out:
-                while piece := data.read(COPY_BYTES):
+                while piece := data.read(PIECE_BYTES):
                     if out.tell() + len(piece) > limit:
                         raise FileTooLargeError(name, f"larger than the {limit} bytes a document may have")
                     out.write(piece)
