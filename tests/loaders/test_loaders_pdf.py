@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -208,3 +210,32 @@ def test_pypdf_noise_is_silenced(make_pdf: Callable[..., bytes], caplog: pytest.
     with caplog.at_level(logging.WARNING), pytest.raises(LoaderError):
         load(b"%PDF-1.4\n1 0 obj garbage", "noisy.pdf")
     assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+
+
+def test_pages_are_read_one_at_a_time_not_held_whole(
+    make_pdf: Callable[..., bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17: a long PDF's lines are spooled as each page is read, so when a page is read at
+    most the page before it is still in memory (all earlier pages were held before: memory grew
+    with the pages), and the document is what it was: running footers dropped, every page's text
+    kept."""
+    real = pdf_module.page_lines
+    alive: weakref.WeakSet[TextLine] = weakref.WeakSet()
+    held_back: list[int] = []
+    read: list[int] = []
+
+    def tracked(page: Any, reader: Any = None) -> list[TextLine]:
+        gc.collect()
+        held_back.append(len(alive))
+        lines = real(page, reader)
+        alive.update(lines)
+        read.append(len(lines))
+        return lines
+
+    monkeypatch.setattr(pdf_module, "page_lines", tracked)
+    words = "alpha beta gamma delta epsilon zeta eta theta".split()
+    pages = [[f"The {word} page says something.", f"Running footer, page {n}"] for n, word in enumerate(words, 1)]
+    doc = load(make_pdf(pages), "long.pdf")
+    assert held_back[0] == 0
+    assert all(held <= before for held, before in zip(held_back[1:], read, strict=False))
+    assert [(b.text, b.page) for b in doc.blocks] == [(f"The {w} page says something.", n) for n, w in enumerate(words, 1)]

@@ -21,21 +21,25 @@ from __future__ import annotations
 import io
 import itertools
 import logging
+import pickle
 import re
+import tempfile
 import warnings
 from collections import Counter
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from types import TracebackType
 from typing import Any
 
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, PdfReadWarning
+from pypdf.generic import IndirectObject
 
 from ..errors import EmptyDocumentError, LoaderError, MissingExtraError
 from ..models import ParsedDocument
 from .ocr import OCR_EXTRA, OcrPage, ocr_metadata, pdf_page_images, read_image, require_engine
 from .pdf_margins import MarginNote, cut_note, find_notes, may_have_notes, on_baseline
-from .pdf_tables import PageTable, attach_captions, find_tables, split_at_tables
+from .pdf_tables import PageTable, attach_captions, find_tables, may_hold_table, split_at_tables
 from .reference import entry_term
 from .tables import add_table
 from .text import DocumentBuilder, clean_inline, short_title
@@ -59,6 +63,7 @@ _EDGE_LINES = 2  # lines at each end of a page that may be a running header or f
 _RUNNING_SHARE = 0.6  # of the pages a header or footer recurs on
 _RUNNING_MIN_PAGES = 3
 _DIGITS = re.compile(r"\d+")
+_SPOOL_MEMORY_BYTES = 4 << 20  # pickled lines kept in memory before the spool moves to disk
 
 
 @dataclass(frozen=True)
@@ -153,23 +158,25 @@ def ocr_lines(page: OcrPage) -> list[TextLine]:
     return [TextLine(text) for text in page.lines]
 
 
-def _read_scans(data: bytes, pages: dict[int, list[TextLine]], source: str) -> dict[int, float | None] | None:
-    """OCR the pages with no text layer in place (`pages` is updated); their confidences by
-    page number, or None when there are such pages but the ``ocr`` extra is not installed
+def _read_scans(
+    data: bytes, blank: Sequence[int], source: str
+) -> tuple[dict[int, float | None] | None, dict[int, list[TextLine]]]:
+    """OCR the pages `blank` (no text layer): their confidences and their lines by page number.
+    The confidences are None when there are such pages but the ``ocr`` extra is not installed
     (then nothing is read, and the text pages load as before)."""
-    scanned = [number for number, lines in pages.items() if not any(line.text.strip() for line in lines)]
-    if not scanned:
-        return {}
+    if not blank:
+        return {}, {}
     try:
         require_engine(source, "scanned PDF", "pypdfium2")
     except MissingExtraError:
-        return None
+        return None, {}
     confidences: dict[int, float | None] = {}
-    for number, image in pdf_page_images(data, scanned, source):
+    lines: dict[int, list[TextLine]] = {}
+    for number, image in pdf_page_images(data, blank, source):
         page = read_image(image, source, "scanned PDF")
-        pages[number] = ocr_lines(page)
+        lines[number] = ocr_lines(page)
         confidences[number] = page.confidence
-    return confidences
+    return confidences, lines
 
 
 def _rejoin_hyphenation(text: str) -> str:
@@ -236,17 +243,27 @@ def drop_running_lines(pages: list[list[TextLine]]) -> list[list[TextLine]]:
     A line counts as one when it sits among the first or last lines of a page and
     its text, numbers aside ("Page 2 of 9"), recurs so on most pages.
     """
-    if len(pages) < _RUNNING_MIN_PAGES:
-        return pages
-    edges = [_edge_indexes(lines) for lines in pages]
-    counts = Counter(
-        key for lines, indexes in zip(pages, edges, strict=True) for key in {_running_key(lines[i]) for i in indexes}
-    )
-    running = {key for key, count in counts.items() if count >= _RUNNING_SHARE * len(pages)}
-    return [
-        [line for i, line in enumerate(lines) if i not in indexes or _running_key(line) not in running]
-        for lines, indexes in zip(pages, edges, strict=True)
-    ]
+    running = running_keys(Counter(key for lines in pages for key in edge_keys(lines)), len(pages))
+    return [without_running(lines, running) for lines in pages]
+
+
+def edge_keys(lines: list[TextLine]) -> set[tuple[str, float | None]]:
+    """The running-line keys of the page's first and last lines: what `running_keys` counts."""
+    return {_running_key(lines[i]) for i in _edge_indexes(lines)}
+
+
+def running_keys(counts: Counter[tuple[str, float | None]], pages: int) -> set[tuple[str, float | None]]:
+    """The keys at the edge of most of `pages` pages (`counts`: on how many pages each key is
+    among `edge_keys`); none for a document of too few pages to tell."""
+    if pages < _RUNNING_MIN_PAGES:
+        return set()
+    return {key for key, count in counts.items() if count >= _RUNNING_SHARE * pages}
+
+
+def without_running(lines: list[TextLine], running: Container[tuple[str, float | None]]) -> list[TextLine]:
+    """The page's lines but its edge lines whose key is `running`."""
+    edges = _edge_indexes(lines)
+    return [line for i, line in enumerate(lines) if i not in edges or _running_key(line) not in running]
 
 
 def _edge_indexes(lines: list[TextLine]) -> set[int]:
@@ -380,30 +397,95 @@ def _no_text_cause(confidences: dict[int, float | None] | None) -> str:
     return "no extractable text (no page has a text layer, nor draws anything to OCR)"
 
 
+class _PageSpool:
+    """Each page's lines, pickled to a temporary file as the page is read and read back one page
+    at a time once the whole document has been seen (running headers and footers are judged
+    across all pages). Held in memory, a 2,000-page PDF's lines were 26 MB of Python objects at
+    the parse's peak, growing with the file (issue 17: parsing streams pages); a small PDF's stay
+    in memory (up to `_SPOOL_MEMORY_BYTES` pickled)."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=_SPOOL_MEMORY_BYTES)
+        self.numbers: list[int] = []
+
+    def add(self, number: int, lines: list[TextLine]) -> None:
+        pickle.dump(lines, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.numbers.append(number)
+
+    def __iter__(self) -> Iterator[tuple[int, list[TextLine]]]:
+        self._file.seek(0)
+        for number in self.numbers:
+            yield number, pickle.load(self._file)  # noqa: S301 - our own pickles, never a file's
+
+    def __enter__(self) -> _PageSpool:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self._file.close()
+
+
+def _forget_contents(reader: PdfReader, page: PageObject) -> None:
+    """Drop the page's content streams from pypdf's cache of parsed objects once the page is
+    read: kept, they grow with the file (18 of the 30 MB pypdf held after 2,000 pages). Fonts
+    and other shared resources stay cached: dropping all (`resolved_objects.clear()`) made
+    a 615-page manual parse 3x slower, its fonts parsed again on every page."""
+    if "/Contents" not in page:
+        return
+    contents = page.raw_get("/Contents")  # the reference, not the stream it points to
+    resolved = contents.get_object()  # cached: the page was just read
+    parts = resolved if isinstance(resolved, list) else []  # an array of streams
+    for ref in [contents, *parts]:
+        if isinstance(ref, IndirectObject):
+            reader.resolved_objects.pop((ref.generation, ref.idnum), None)
+
+
+def _paragraphs(pages: Iterable[tuple[int, list[TextLine]]], running: Container[tuple[str, float | None]],
+                tables: dict[int, list[PageTable]]) -> list[tuple[int, Paragraph | PageTable]]:
+    """(page number, paragraph or table) of every page, running lines dropped, in order."""
+    return [
+        (number, item)
+        for number, lines in pages
+        for run in split_at_tables(without_running(lines, running), tables.get(number, []))
+        for item in (page_paragraphs(run) if isinstance(run, list) else [run])
+    ]
+
+
 class PdfLoader:
     name: str = "pdf"
     media_types: tuple[str, ...] = ("application/pdf",)
     extensions: tuple[str, ...] = (".pdf",)
 
     def load(self, data: bytes, source: str) -> ParsedDocument:
+        """Two passes, one page in memory at a time: the first reads each page's lines into a
+        spool and counts what whole-document judgements need (edge lines, pages without text,
+        pages that draw a grid); the second turns the spooled pages into paragraphs."""
         if not data.strip():
             raise EmptyDocumentError(source, "empty file")
         reader = _open(data, source)
-        pages: dict[int, list[TextLine]] = {}
+        edges = Counter[tuple[str, float | None]]()
+        blank: list[int] = []
+        grids: list[int] = []
         unreadable: list[int] = []
-        for number, page in enumerate(reader.pages, start=1):
-            try:
-                pages[number] = page_lines(page, reader)
-            except Exception:  # one damaged page should not lose the rest
-                unreadable.append(number)
-        confidences = _read_scans(data, pages, source)
-        tables = find_tables(data, reader, list(pages))
-        paragraphs = [
-            (number, item)
-            for number, lines in zip(pages, drop_running_lines(list(pages.values())), strict=True)
-            for run in split_at_tables(lines, tables.get(number, []))
-            for item in (page_paragraphs(run) if isinstance(run, list) else [run])
-        ]
+        with _PageSpool() as spool:
+            for number, page in enumerate(reader.pages, start=1):
+                try:
+                    lines = page_lines(page, reader)
+                except Exception:  # one damaged page should not lose the rest
+                    unreadable.append(number)
+                    continue
+                if may_hold_table(page):
+                    grids.append(number)
+                _forget_contents(reader, page)
+                if not any(line.text.strip() for line in lines):
+                    blank.append(number)
+                edges.update(edge_keys(lines))
+                spool.add(number, lines)
+            confidences, scanned = _read_scans(data, blank, source)
+            for lines in scanned.values():
+                edges.update(edge_keys(lines))
+            running = running_keys(edges, len(spool.numbers))
+            pages = ((number, scanned.get(number, lines)) for number, lines in spool)
+            paragraphs = _paragraphs(pages, running, find_tables(data, grids))
         builder = build_blocks(attach_captions(paragraphs))
         if builder.empty and unreadable:
             raise LoaderError(source, f"corrupt or unreadable PDF: text extraction failed on pages {unreadable}")

@@ -21,8 +21,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pypdf import PdfReader
-
 from .tables import CAPTION, leads
 from .text import clean_inline
 
@@ -48,7 +46,7 @@ class PageTable:
         return y is not None and self.bottom - _EDGE_TOLERANCE <= y <= self.top + _EDGE_TOLERANCE
 
 
-def _may_hold_table(page: Any) -> bool:
+def may_hold_table(page: Any) -> bool:
     """Whether the page draws a grid: four rectangles (cell borders), or three vertical and
     three horizontal straight lines. Read from the raw content stream, which costs little next to
     pdfplumber's parse; rules under headings and boxes around code, drawn as horizontal lines
@@ -68,15 +66,15 @@ def _may_hold_table(page: Any) -> bool:
     return vertical >= _MIN_LINES and horizontal >= _MIN_LINES
 
 
-def find_tables(data: bytes, reader: PdfReader, numbers: Sequence[int]) -> dict[int, list[PageTable]]:
-    """Tables by page number for the pages `numbers` (1-based) that draw lines; {} without
-    pdfplumber. A page pdfplumber cannot read keeps its text as pypdf read it."""
+def find_tables(data: bytes, candidates: Sequence[int]) -> dict[int, list[PageTable]]:
+    """Tables by page number for the pages `candidates` (1-based; those `may_hold_table` passed,
+    judged while each page's content stream was at hand); {} without pdfplumber. A page
+    pdfplumber cannot read keeps its text as pypdf read it."""
+    if not candidates:
+        return {}
     try:
         pdfplumber = importlib.import_module("pdfplumber")
     except ImportError:
-        return {}
-    candidates = [number for number in numbers if _may_hold_table(reader.pages[number - 1])]
-    if not candidates:
         return {}
     found: dict[int, list[PageTable]] = {}
     try:
