@@ -2,8 +2,9 @@
 
 Why: a keyword query needs the tenant's chunk count N, their mean length and each query
 term's document frequency n. Counted live (``count(*)``, ``avg(length) FROM chunks`` and
-``count(*)`` over a term's postings) they cost a scan of every chunk row per query, about
-half of a 300k-chunk keyword search. Here they are sums of small rows instead:
+``count(*)`` over a term's postings) they cost a scan of every chunk row per query: about
+three quarters of a keyword search at 100k chunks (README, "Postgres keyword search at
+scale"). Here they are sums of small rows instead:
 
 * ``keyword_totals`` (chunks, length) and ``keyword_frequencies`` (term, chunks) get one
   row per write statement and tenant (per term), signed: +count for inserted rows, -count
@@ -27,9 +28,9 @@ import psycopg
 
 STATISTICS_TABLES = ("keyword_totals", "keyword_frequencies")
 FOLD_AFTER = 20_000
-"""Pending (unfolded) frequency rows of a tenant that make a write fold them: about 40
-documents' worth, so a term reads at most about 40 rows, and a fold touches about as many
-rows as one bulk insert of postings."""
+"""Pending (unfolded) frequency rows of a tenant that make a write fold them: a few dozen
+documents' worth (one row per distinct term of each write), so a term reads at most a few
+dozen rows, while a write's check for them reads at most this many entries of a small index."""
 _FOLD_LOCK = 0x53424B46  # "SBKF": the advisory lock class of folds (tenant hash as second key)
 
 TABLE_COLUMNS = {
