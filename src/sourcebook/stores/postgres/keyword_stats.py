@@ -16,7 +16,7 @@ scale"). Here they are sums of small rows instead:
 * Writers only insert, so no counter row serialises them (an UPDATE of one per-tenant row
   would: each writer would wait for the last one's commit).
 * `fold` replaces a tenant's pending rows by their sums once they are many
-  (`FOLD_AFTER`), so a query reads a few rows per term. It runs in a write's transaction
+  (`FOLD_AFTER` writes), so a query reads a few rows per term. It runs in a write's transaction
   under a per-tenant transaction advisory lock it only tries to take: a writer that finds
   another folding skips its turn instead of waiting, and two folds never delete the same rows.
   Rows of writers not yet committed are invisible to a fold and stay for the next one.
@@ -27,10 +27,12 @@ from __future__ import annotations
 import psycopg
 
 STATISTICS_TABLES = ("keyword_totals", "keyword_frequencies")
-FOLD_AFTER = 20_000
-"""Pending (unfolded) frequency rows of a tenant that make a write fold them: a few dozen
-documents' worth (one row per distinct term of each write), so a term reads at most a few
-dozen rows, while a write's check for them reads at most this many entries of a small index."""
+FOLD_AFTER = 100
+"""Rows of a tenant's ``keyword_totals`` (one per write statement: a document's chunks, a
+delete) that make a write fold: a term then reads at most about this many rows, a write's
+check reads at most this many small rows, and a fold's scan of the tenant's frequency rows
+(no index marks the pending ones: it would cost every write one more index entry per term)
+comes once per several dozen writes."""
 _FOLD_LOCK = 0x53424B46  # "SBKF": the advisory lock class of folds (tenant hash as second key)
 
 TABLE_COLUMNS = {
@@ -40,7 +42,6 @@ TABLE_COLUMNS = {
 INDEXES = (
     "CREATE INDEX IF NOT EXISTS keyword_totals_tenant ON keyword_totals (tenant) INCLUDE (chunks, length)",
     "CREATE INDEX IF NOT EXISTS keyword_frequencies_term ON keyword_frequencies (tenant, term) INCLUDE (chunks)",
-    "CREATE INDEX IF NOT EXISTS keyword_frequencies_pending ON keyword_frequencies (tenant) WHERE NOT folded",
 )
 
 _COUNTERS = {
@@ -94,10 +95,10 @@ the quotient the SQLite store computes (index/keywords.py)."""
 
 
 def fold(conn: psycopg.Connection) -> None:
-    """Sum the tenant's pending counter rows into one row per term (and one total), if they
-    are `FOLD_AFTER` or more and no other transaction of the tenant is folding."""
+    """Sum the tenant's pending counter rows into one row per term (and one total), if its
+    total rows are `FOLD_AFTER` or more and no other transaction of the tenant is folding."""
     pending = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM keyword_frequencies WHERE NOT folded LIMIT %s) p", (FOLD_AFTER,)
+        "SELECT count(*) FROM (SELECT 1 FROM keyword_totals LIMIT %s) p", (FOLD_AFTER,)
     ).fetchone()[0]  # type: ignore[index]
     if pending < FOLD_AFTER:
         return
