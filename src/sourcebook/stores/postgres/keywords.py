@@ -2,8 +2,9 @@
 
 ``chunk_terms`` holds each chunk's postings (term, tf, chunk length), written with the
 chunk from the analyser the SQLite store uses (stores/bm25.py), so both rank alike.
-Document frequencies, chunk count and mean length are the tenant's own, counted live, so
-no shared statistics row serialises writers.
+Document frequencies, chunk count and mean length are the tenant's own, read from the
+counter rows triggers keep (keyword_stats.py): a query reads a few small rows for them
+instead of scanning every chunk, and no shared statistics row serialises writers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ..bm25 import B, K1, query_terms
 from ..common import check_k
 from ..sql.base import SharedSql
 from .filters import filter_sql
+from .keyword_stats import STATISTICS_CTE
 
 
 class PostgresKeywords(SharedSql):
@@ -30,35 +32,37 @@ class PostgresKeywords(SharedSql):
         return [ScoredId(id_, rank, float(score)) for rank, (id_, score) in enumerate(rows, 1)]
 
     def term_statistics(self, query: str) -> TermStatistics:
-        """The tenant's live chunk count and each query term's document frequency (row-level
-        security scopes both counts to the tenant, as in `keyword_sql`)."""
+        """The tenant's live chunk count and each query term's document frequency, from the
+        counters `keyword_sql` reads (row-level security scopes them to the tenant)."""
         terms = query_terms(query)
         with self._read() as conn:
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
             rows = conn.execute(
-                "SELECT term, count(*) FROM chunk_terms WHERE term = ANY(%s) GROUP BY term", (terms,)
-            ).fetchall() if terms else []
+                f"""WITH {STATISTICS_CTE}
+                    SELECT NULL, totals.n FROM totals UNION ALL SELECT term, df FROM frequencies""", (terms,)
+            ).fetchall()
         counts = {term: int(n) for term, n in rows}
-        return TermStatistics(int(chunks), {t: counts.get(t, 0) for t in terms})
+        return TermStatistics(counts.pop(None), {t: counts.get(t, 0) for t in terms})
 
 
 def keyword_sql(where: str) -> str:
     """Okapi BM25 as the SQLite store computes it (parameters: query terms, filter values, k).
 
     idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6; N, n and the mean length are
-    the tenant's (row-level security scopes every table read here). Ties go to the
-    earlier-written chunk, as in the SQLite store.
+    the tenant's counters (keyword_stats.py; row-level security scopes every table read
+    here). Ties go to the earlier-written chunk, as in the SQLite store. The length is
+    multiplied as float8, not numeric (as ``0.75 * integer`` would be): the same value, since
+    b times an integer is exact in both, without a numeric operation per posting.
     """
     filtered = f"JOIN chunks c ON c.seq = p.chunk_seq WHERE true {where}" if where else ""
     return f"""
-        WITH stats AS (SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS mean FROM chunks),
+        WITH {STATISTICS_CTE},
         idf AS (
-            SELECT t.term, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-            FROM chunk_terms t, stats WHERE t.term = ANY(%s) GROUP BY t.term, stats.n),
+            SELECT f.term, greatest(ln((totals.n - f.df + 0.5) / (f.df + 0.5)), 1e-6) AS idf
+            FROM frequencies f, totals),
         scored AS (
             SELECT p.chunk_seq, sum(idf.idf * p.tf * {K1 + 1}
-                                    / (p.tf + {K1} * (1 - {B} + {B} * p.length / stats.mean))) AS score
-            FROM chunk_terms p JOIN idf ON idf.term = p.term CROSS JOIN stats {filtered}
+                                    / (p.tf + {K1} * (1 - {B} + {B} * p.length::float8 / totals.mean))) AS score
+            FROM chunk_terms p JOIN idf ON idf.term = p.term CROSS JOIN totals {filtered}
             GROUP BY p.chunk_seq ORDER BY score DESC, p.chunk_seq LIMIT %s)
         SELECT c.id, s.score FROM scored s JOIN chunks c ON c.seq = s.chunk_seq
         ORDER BY s.score DESC, s.chunk_seq"""

@@ -36,6 +36,7 @@ from psycopg import sql
 
 from ...errors import StoreError
 from ..sql.migrations import Migration, MigrationReport
+from .keyword_stats import BACKFILL, COUNTING, INDEXES, STATISTICS_TABLES, TABLE_COLUMNS
 
 RLS_ROLE = "sourcebook_rls"
 TENANT_SETTING = "sourcebook.tenant"
@@ -51,7 +52,10 @@ WINDOW_TABLES = ("chunk_windows",)
 GENERATION_TABLES = ("search_generations",)
 SUMMARY_TABLES = ("summaries",)
 USAGE_TABLES = ("usage",)
-ROLE_TABLES = (*TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, *SUMMARY_TABLES, *USAGE_TABLES, "api_keys")
+ROLE_TABLES = (
+    *TENANT_TABLES, *GRAPH_TABLES, *WINDOW_TABLES, *GENERATION_TABLES, *SUMMARY_TABLES, *USAGE_TABLES,
+    *STATISTICS_TABLES, "api_keys",
+)
 """Every table the store's sessions read and write (`restricted_role` grants them)."""
 
 _TENANT = f"tenant text NOT NULL DEFAULT current_setting('{TENANT_SETTING}')"
@@ -362,6 +366,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             END $$""",
         ),
         about="HNSW on halfvec of the chunks' own vectors, none on windows (candidates rescored exactly)",
+    ),
+    Migration(
+        "keyword_statistics",
+        (
+            *(statement for table, columns in TABLE_COLUMNS.items() for statement in _tenant_table(table, columns)),
+            *INDEXES, *COUNTING, *BACKFILL,
+        ),
+        about="BM25's chunk count, length sum and document frequencies as counter rows (keyword_stats.py)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

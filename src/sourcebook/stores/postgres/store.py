@@ -38,6 +38,7 @@ from ..sql.migrations import MigrationReport
 from .documents import STAGING_TABLES, PostgresDocuments
 from .graph import PostgresGraph
 from .keys import PostgresKeyStore
+from .keyword_stats import fold
 from .keywords import PostgresKeywords
 from .schema import TENANT_SETTING, migrate, restricted_role, schema_version
 from .vectors import HnswSettings, PostgresVectors, indexed_dimensions
@@ -150,6 +151,8 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
         return int(row[0]) if row else 0
 
     def _searches_changed(self, sql: Sql) -> None:
+        """Also where the keyword statistics' counter rows are folded (keyword_stats.py)."""
+        fold(sql.conn)
         sql.conn.execute(
             """INSERT INTO search_generations (value) VALUES (1)
                ON CONFLICT (tenant) DO UPDATE SET value = search_generations.value + 1"""
