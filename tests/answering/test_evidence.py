@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sourcebook.answering.evidence import missing_name_rarity, question_names, unknown_setting
+from sourcebook.answering.evidence import missing_name_rarity, question_names, unknown_name, unknown_setting
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
 
@@ -117,3 +117,13 @@ def test_only_the_closing_phrase_of_an_otherwise_known_question_counts() -> None
     assert unknown_setting("In which file do I raise pdfTeX's memory parameters?", opening, ()) == ()
     assert unknown_setting("Which option is absent?", TermStatistics(10, {"option": 0, "absent": 0}), ()) == ()
     assert unknown_setting("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()
+
+
+def test_a_name_no_chunk_holds_anywhere_is_unknown() -> None:
+    question = "How do I profile the memory use of a Python script with Massif?"
+    stats = TermStatistics(595, {"profil": 40, "memori": 200, "us": 300, "python": 0, "script": 3, "massif": 60})
+    assert unknown_name(question, stats) == ("Python",)
+    assert unknown_name(question, TermStatistics(595, {**stats.frequencies, "python": 1})) == ()
+    # a plain word is not a name, however absent; nor is the capital that opens the question
+    assert unknown_name("Where are dangling commits kept?", TermStatistics(9, {"dangl": 0, "commit": 5, "kept": 0})) == ()
+    assert unknown_name("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0})) == ()

@@ -39,6 +39,15 @@ is often paraphrase ("...pushed in the meantime?" over a two-page manual, where 
 the question are absent too), and a word absent outside the closing phrase is often a passing
 one ("a linked worktree on a removable drive", "is it dangerous to load..."), which held-out
 questions over the Python docs showed.
+
+A second rule, `unknown_name`: the question names something (by its shape, as above: "Python",
+"CUDA", "Homebrew", "GitHub") that no chunk of the knowledge base holds at all, in any case. A
+manual that never once writes the product, platform or tool a question is about cannot answer it,
+however well the rest of the question's words match; the fitted `missing_name_rarity` weighs this
+against the other features and lets such answers through when retrieval looks good. On the dev
+questions of gitdoc, microtype and valgrind and the 60 pydocs queries it holds for 16 unanswerable
+questions and no answerable one. Unlike an identifier (the rule tried and not kept in the README:
+"queue-like", "one-line"), a capitalised name is not ordinary prose.
 """
 
 from __future__ import annotations
@@ -105,6 +114,18 @@ def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) ->
     cited = [chunk_text(hit) for hit in cited_hits(answer)]
     uncited = [name for name in question_names(question) if not _written(name, cited)]
     return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
+
+
+def unknown_name(question: str, stats: TermStatistics) -> tuple[str, ...]:
+    """The names `question` writes (`question_names`) of which some term no chunk of the knowledge
+    base holds; `stats` is the knowledge base's `term_statistics(question)`. () for an empty
+    knowledge base."""
+    if stats.chunks <= 0:
+        return ()
+    counts = stats.frequencies
+    return tuple(
+        name for name in question_names(question) if any(counts.get(term, 0) == 0 for term in query_terms(name))
+    )
 
 
 def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:
