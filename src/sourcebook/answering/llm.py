@@ -147,7 +147,7 @@ class Answerer:
         threshold = ABSTAIN_BELOW if self._settings.answer_min_answerable is None else self._settings.answer_min_answerable
         unlikely = calibrated.p_answerable < threshold and not quotes_what_was_asked(features)
         if gate and not answer.abstained and threshold > 0 and (
-            unlikely or unknown_setting(query, stats, answer.hits) or unknown_name(query, stats)
+            unlikely or unknown_setting(query, stats, answer.hits) or unknown_name(query, stats, answer.hits)
         ):
             answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
         return replace(answer, confidence=round(calibrated.p_correct, 4))
