@@ -14,11 +14,12 @@ differ and copies nothing, since the gold sections may have moved.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import shutil
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from pinned_pages import copy_pinned  # noqa: E402
 
 # page -> first 16 hex digits of its SHA-256 in git-doc 1:2.39.5-0+deb12u3
 PAGES = {
@@ -55,17 +56,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=Path("/usr/share/doc/git-doc"))
     parser.add_argument("--out", type=Path, default=HERE / "corpus")
     args = parser.parse_args()
-    missing = [page for page in PAGES if not (args.docs / page).is_file()]
-    if missing:
-        raise SystemExit(f"{args.docs}: {len(missing)} pages missing (apt-get install -y git-doc): {missing[:3]}")
-    changed = [page for page, digest in PAGES.items()
-               if hashlib.sha256((args.docs / page).read_bytes()).hexdigest()[:16] != digest]
-    if changed:
-        raise SystemExit(f"{args.docs}: another git-doc version, {len(changed)} pages differ: {changed[:3]}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    for page in PAGES:
-        shutil.copyfile(args.docs / page, args.out / page)
-    print(f"{len(PAGES)} pages -> {args.out}")
+    copy_pinned(args.docs, PAGES, args.out, "git-doc")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,12 @@ _TRIM = ".,:;?!()[]{}'\"`"
 _CAMEL = re.compile(r"[a-z][A-Z]")
 TYPE_NOTE = re.compile(r"\s*\([^()]*\)\s*$")  # "max_clients (integer)": the type is no part of the name
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?")
+# An option signature's argument placeholders and bracketed parts: `<file>`, `[default: no]`, `[,0xRR-0xSS]`.
+_SIGNATURE_GROUP = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
+_SIGNATURE_SPLIT = re.compile(r"[\s,]+")
+_OPTION = re.compile(r"--?[A-Za-z][\w-]*")
+_VALUE_WORD = re.compile(r"[\w.|%:-]+")  # "hint2" of `--sim-hints=hint1,hint2,...`
+MAX_SIGNATURE_VALUES = 2
 
 
 def identifiers(text: str) -> list[str]:
@@ -169,14 +175,36 @@ def named_first(query: str, chunks: Sequence[StoredChunk]) -> list[int]:
     return sorted(range(len(chunks)), key=lambda i: (not named_entry(idents, chunks[i]), i))
 
 
+def signature_names(heading: str) -> tuple[str, ...]:
+    """The options a heading that is an option signature names, as written: manuals generated from
+    DocBook, Texinfo or asciidoc set an option's arguments and default in its term,
+    `--leak-check=<no|summary|yes|full> [default: summary]`, `-m <msg>, --message=<msg>`,
+    `--cache-sim=no|yes [yes]`, `-I<dir> --include=<dir>` -> `--leak-check`; `-m`, `--message`;
+    `--cache-sim`; `-I`, `--include`. () when the heading does not open with an option or holds
+    words that are not its options' values (a title that happens to start with a dash)."""
+    tokens = [token for token in _SIGNATURE_SPLIT.split(_SIGNATURE_GROUP.sub(" ", heading)) if token and token != "..."]
+    names: list[str] = []
+    values = 0
+    for token in tokens:
+        option = _OPTION.match(token)
+        if option is not None and token[option.end():][:1] in ("", "="):
+            names.append(option.group())
+        elif names and _VALUE_WORD.fullmatch(token):
+            values += 1
+        else:
+            return ()
+    return tuple(names) if values <= MAX_SIGNATURE_VALUES else ()
+
+
 def named_entry(query_identifiers: Sequence[str], chunk: StoredChunk) -> bool:
     """Whether the chunk is the entry of an identifier the query names: its last heading is that
-    option, variable or API name (`max_clients (integer)` for "default of max_clients?"). Not a
+    option, variable or API name (`max_clients (integer)` for "default of max_clients?"; the
+    options of a signature, `--num-callers=<number> [default: 12]` for "--num-callers"). Not a
     weight but a lookup: a reader who names a term wants its definition, not the passages that
     mention it, which the fused score cannot tell apart (both hold the name)."""
     if not query_identifiers or not chunk.heading_path:
         return False
     last = chunk.heading_path[-1].lower()
     names = {TYPE_NOTE.sub("", part).strip() for part in last.split(",")}
-    names |= {name.replace("[no-]", "") for name in names}
+    names |= {name.replace("[no-]", "") for name in names} | set(signature_names(last))
     return any(ident in names or ident.split("=")[0] in names for ident in query_identifiers)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sourcebook.answering.evidence import missing_name_rarity, question_names, unknown_setting
+from sourcebook.answering.evidence import missing_name_rarity, question_names, unknown_name, unknown_setting
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
 
@@ -117,3 +117,20 @@ def test_only_the_closing_phrase_of_an_otherwise_known_question_counts() -> None
     assert unknown_setting("In which file do I raise pdfTeX's memory parameters?", opening, ()) == ()
     assert unknown_setting("Which option is absent?", TermStatistics(10, {"option": 0, "absent": 0}), ()) == ()
     assert unknown_setting("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()
+
+
+def test_a_name_no_retrieved_chunk_writes_and_few_chunks_hold_is_unknown() -> None:
+    question = "How do I profile the memory use of a Python script with Massif?"
+    stats = TermStatistics(595, {"profil": 40, "memori": 200, "us": 300, "python": 0, "script": 3, "massif": 60})
+    massif = (_hit(1, "Massif is a heap profiler. It measures the memory your program uses."),)
+    assert unknown_name(question, stats, massif) == ("Python",)
+    assert unknown_name(question, stats, (*massif, _hit(2, "Profiling a Python interpreter with Massif."))) == ()
+    # a word the manual writes only in passing, and not as the name: "window" for "on Windows"
+    windows = TermStatistics(595, {"run": 90, "valgrind": 400, "window": 2})
+    assert unknown_name("How do I run Valgrind on Windows?", windows, (_hit(3, "Run Valgrind like this."),)) == ("Windows",)
+    # the subject of the knowledge base need not be in the retrieved chunks
+    common = TermStatistics(1324, {"python": 600, "script": 3})
+    assert unknown_name("How do I profile a Python script?", common, massif) == ()
+    # a plain word is not a name, however absent; nor is the capital that opens the question
+    assert unknown_name("Where are dangling commits kept?", TermStatistics(9, {"dangl": 0, "commit": 5, "kept": 0}), ()) == ()
+    assert unknown_name("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()

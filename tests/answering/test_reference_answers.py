@@ -11,7 +11,7 @@ from sourcebook import KnowledgeBase
 from sourcebook.answering.focus import Focus, missing_value, stated
 from sourcebook.answering.followups import is_generic, offline_follow_ups
 from sourcebook.models import StoredChunk
-from sourcebook.reranking import FEATURES, LinearReranker, identifiers
+from sourcebook.reranking import FEATURES, LinearReranker, identifiers, named_entry, signature_names
 
 # A DocBook-style configuration chapter: neighbouring parameters whose definitions look alike
 # ("max_clients" must not be answered with reserved_clients' "three connections").
@@ -219,3 +219,67 @@ def test_a_question_set_in_something_the_manual_never_names_abstains(manual_kb: 
         assert not manual_kb.ask(question).abstained
     finally:
         manual_kb.settings.answer_min_answerable = None
+
+
+def test_an_option_signature_heading_is_an_entry_term() -> None:
+    """DocBook sets an option's arguments and default in its term; the entry still names the option."""
+    assert signature_names("--leak-check=<no|summary|yes|full> [default: summary]") == ("--leak-check",)
+    assert signature_names("-m <msg>, --message=<msg>") == ("-m", "--message")
+    assert signature_names("--cache-sim=no|yes [yes]") == ("--cache-sim",)
+    assert signature_names("-I<dir> --include=<dir> [default: none]") == ("-I", "--include")
+    assert signature_names("3.1. Settings") == () and signature_names("--foo is a great thing to use") == ()
+    entry = chunk(("Manual", "4.3. Options", "--track-origins=<yes|no> [default: no]"),
+                  "Controls whether Memcheck tracks the origin of uninitialised values. Use --track-origins=yes to see them.")
+    assert stated("Controls whether Memcheck tracks the origin of uninitialised values.", entry) == (
+        "--track-origins=<yes|no> [default: no]: Controls whether Memcheck tracks the origin of uninitialised values."
+    )
+    assert stated("Use --track-origins=yes to see them.", entry) == "Use --track-origins=yes to see them."
+    assert named_entry(["--track-origins"], entry) and not named_entry(["--track"], entry)
+
+
+def test_a_sentence_introducing_a_short_list_is_followed_by_it() -> None:
+    text = ("Note that Valgrind also reads options from three places:\n\nThe file ~/.valgrindrc\n"
+            "The environment variable $VALGRIND_OPTS\nThe file ./.valgrindrc\n\nThese are processed in order.")
+    section = chunk(("Manual", "Setting Default Options"), text)
+    assert stated("Note that Valgrind also reads options from three places:", section) == (
+        "Note that Valgrind also reads options from three places: The file ~/.valgrindrc; "
+        "The environment variable $VALGRIND_OPTS; The file ./.valgrindrc"
+    )
+
+
+def test_a_sentence_about_this_is_preceded_by_what_this_is() -> None:
+    text = ("Suppressions are read at start-up. To make it easier to write suppressions, you can use the "
+            "--gen-suppressions=yes option. This tells Valgrind to print out a suppression for each error.\n\n"
+            "This means more output.")
+    section = chunk(("Manual", "What Valgrind does"), text)
+    assert stated("This tells Valgrind to print out a suppression for each error.", section) == (
+        "To make it easier to write suppressions, you can use the --gen-suppressions=yes option. "
+        "This tells Valgrind to print out a suppression for each error."
+    )
+    assert stated("This means more output.", section) == "This means more output."  # opens its paragraph
+    assert stated("Suppressions are read at start-up.", section) == "Suppressions are read at start-up."
+
+
+def test_a_question_naming_what_the_manual_never_mentions_abstains(manual_kb: KnowledgeBase) -> None:
+    """The rest of the question is the manual's own words, but no chunk holds "Kubernetes"
+    (answering/evidence.py, unknown_name)."""
+    assert manual_kb.ask("How many concurrent connections does the server allow in Kubernetes by default?").abstained
+    assert not manual_kb.ask("How many concurrent connections does the server allow by default?").abstained
+
+
+def test_an_example_caption_is_followed_by_its_command() -> None:
+    text = ("To restore a file in the index to match the version in HEAD (this is the same as using git-reset(1))\n\n"
+            "$ git restore --staged hello.c\n\nor you can restore both the index and the working tree")
+    examples = chunk(("git-restore(1)", "EXAMPLES"), text)
+    caption = "To restore a file in the index to match the version in HEAD (this is the same as using git-reset(1))"
+    assert stated(caption, examples) == f"{caption} $ git restore --staged hello.c"
+    prose = chunk(("Guide", "Notes"), "A line without a stop\n\nFollowed by another plain line")
+    assert stated("A line without a stop", prose) == "A line without a stop"
+
+
+def test_a_file_asked_for_is_looked_for_when_the_answer_names_none() -> None:
+    question = Focus.of("In which file do I raise pdfTeX's memory parameters?")
+    wanted = missing_value(question, ["Memory parameter pdf_mem_size too small."])
+    assert wanted is not None and wanted("For web2c-based systems, change the settings in texmf.cnf.")
+    assert not wanted("It can be increased, e.g. by setting the parameter.")
+    assert missing_value(question, ["Change the settings in texmf.cnf."]) is None

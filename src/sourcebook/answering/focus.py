@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..chunking import sentence_texts
 from ..models import StoredChunk
-from ..reranking import TYPE_NOTE, identifiers
+from ..reranking import TYPE_NOTE, identifiers, signature_names
 from .lexical import content_terms
 
 _DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
@@ -31,6 +32,9 @@ _WANTS_KIND = re.compile(
 )
 _WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+# "In which file...", "What file does Massif write...": the answer is a file name.
+_WANTS_FILE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?files?\b", re.IGNORECASE)
+_FILE_NAME = re.compile(r"\b\w[\w-]+\.[a-z]{2,5}\b")  # texmf.cnf, massif.out; not "e.g."
 _LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
 _NEGATABLE = re.compile(r"--\[no-\]([\w-]+)")
 
@@ -42,6 +46,12 @@ _NAME = re.compile(r"\\[A-Za-z@]+\*?|--?[A-Za-z][\w-]*|\b[A-Za-z_]\w*(?:[._]\w+)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _TABLE_RULE = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
 _SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
+_LIST_MAX_LINES = 5  # "...reads options from three places:" then one short line each
+_CLOSING_PUNCTUATION = frozenset(".!?;,\"'")  # a sentence that ends so introduces nothing set apart
+_PROMPT = re.compile(r"^[$%#>] ")  # a shell prompt: the line is a command to type
+# A sentence whose subject is a bare demonstrative ("This tells Valgrind to...", "This is useful
+# for..."): what it is about is the sentence before it. "This option..." names its kind (`referent`).
+_PRONOUN_SUBJECT = re.compile(r"^(?:This|That)\s+[a-z]+s\b")
 _SIGNATURE_LINES = 2  # the name, then its arguments
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
@@ -64,13 +74,15 @@ class Focus:
     wants_number: bool
     wants_kind: bool
     """The question asks for a name of a kind ("Which command..."), not just how to do something."""
+    wants_file: bool
+    """The question asks for a file ("In which file..."): its answer writes a file name."""
 
     @classmethod
     def of(cls, question: str) -> Focus:
         return cls(
             tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
             bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
-            bool(_WANTS_KIND.search(question)),
+            bool(_WANTS_KIND.search(question)), bool(_WANTS_FILE.search(question)),
         )
 
 
@@ -85,14 +97,26 @@ def entry_term(chunk: StoredChunk) -> str | None:
 
 def looks_like_term(heading: str) -> bool:
     """A heading made of names only: `-n, --dry-run`, `core.autocrlf`, `max_connections (integer)`,
-    `<refspec>`, `json.dumps()`, `\\microtypesetup` (a TeX macro: PDF manuals' margin names);
-    not a title such as "git-push(1) Manual Page" or "3.1. Settings"."""
+    `<refspec>`, `json.dumps()`, `\\microtypesetup` (a TeX macro: PDF manuals' margin names), or an
+    option signature (`--leak-check=<no|summary|yes|full> [default: summary]`); not a title such
+    as "git-push(1) Manual Page" or "3.1. Settings"."""
+    return _plain_term(heading) or bool(signature_names(heading))
+
+
+def _plain_term(heading: str) -> bool:
     names = [TYPE_NOTE.sub("", part).strip() for part in heading.split(",")]
     return all(
         name and " " not in name
         and (name.startswith(("-", "<", "\\")) or name.endswith("()") or bool(identifiers(name)) or _LOWER_NAME.fullmatch(name))
         for name in names
     )
+
+
+def term_names(term: str) -> str:
+    """What an entry's `term` names, without an option signature's arguments and default:
+    `--leak-check` for `--leak-check=<no|summary|yes|full> [default: summary]`, `-m, --message`
+    for `-m <msg>, --message=<msg>`; a term of names only as it is."""
+    return term if _plain_term(term) else ", ".join(signature_names(term)) or term
 
 
 def asks_about(focus: Focus, term: str) -> bool:
@@ -112,7 +136,7 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
     total = 0.0
     if focus.identifiers:
         total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
-    if term is not None and asks_about(focus, term):
+    if term is not None and asks_about(focus, term_names(term)):
         total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
     if focus.wants_default and _DEFAULT.search(sentence):
         total += DEFAULT_BONUS
@@ -125,7 +149,7 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
 
 def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] | None:
     """What the `chosen` sentences (as the answer states them) fail to state although the question
-    asks it (the default, a number, the name of the command asked for), as a test for a sentence
+    asks it (the default, a number, a file name, the name of the command asked for), as a test for a sentence
     that states it; None when nothing asked is missing. "The window size used by git gc
     --aggressive" describes the setting; "This defaults to 250" answers. "Accented characters
     should inherit the settings from the base character" does not answer "Which command lets
@@ -134,6 +158,8 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
         return lambda text: bool(_DEFAULT.search(text))
     if focus.wants_number and not any(_DIGIT.search(text) for text in chosen):
         return lambda text: bool(_DIGIT.search(text))
+    if focus.wants_file and not any(_FILE_NAME.search(text) for text in chosen):
+        return lambda text: bool(_FILE_NAME.search(text))
     if focus.wants_kind and not any(identifiers(text) for text in chosen):
         return lambda text: bool(identifiers(text))
     return None
@@ -182,20 +208,56 @@ def stated(sentence: str, chunk: StoredChunk) -> str:
         return f"{header} {sentence}"
     term = entry_term(chunk) or referent(sentence, chunk.text)
     shown = f"{sentence} {display}" if (display := introduced(sentence, chunk.text)) else sentence
-    if term is None or term.lower() in sentence.lower() or sentence.startswith(term):
+    if (before := antecedent(sentence, chunk.text)) is not None:
+        shown = f"{before} {shown}"
+    if term is None or term.lower() in sentence.lower() or sentence.startswith(term) or _names_option(sentence, term):
         return shown
     # "--[no-]single-branch" documents two options; the answer names both as they are typed.
     named = _NEGATABLE.sub(r"--\1 (--no-\1)", term)
     return f"{named}: {shown}"
 
 
+def _names_option(sentence: str, term: str) -> bool:
+    """`sentence` writes one of the options of the signature `term` whole (`--log-file` of
+    `--log-file=<filename>`, not inside `--log-file-exactly`)."""
+    return any(
+        re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence, re.IGNORECASE) for name in signature_names(term)
+    )
+
+
 def introduced(sentence: str, text: str) -> str | None:
-    """The short line `sentence` introduces with a closing colon, set apart below it in `text`
-    (an example command, a setting): without it "you could disable expansion by saying:" says
-    nothing. None when the sentence does not end so or what follows is prose."""
-    if not sentence.rstrip().endswith(":") or sentence not in text:
+    """The short line, or short list of lines, `sentence` introduces, set apart below it in `text`:
+    after a closing colon, an example command, a setting or the items counted (without it "you
+    could disable expansion by saying:" or "Valgrind also reads options from three places:" says
+    nothing); after an example's caption, which has no closing punctuation ("To restore a file in
+    the index to match the version in HEAD"), the shell command it captions (`$ git restore
+    --staged hello.c`). Lines of a list are joined by "; ". None when the sentence does not end so
+    or what follows is prose (a line that continues the one above it in lower case)."""
+    end = sentence.rstrip()[-1:]
+    if end in _CLOSING_PUNCTUATION or sentence not in text:
         return None
     following = _PARAGRAPH_BREAK.split(text[text.index(sentence) + len(sentence) :].lstrip(), maxsplit=1)[0].strip()
-    if not following or "\n" in following or len(following) > _SIGNATURE_MAX_CHARS:
+    lines = [line.strip() for line in following.splitlines() if line.strip()]
+    if not lines or len(lines) > _LIST_MAX_LINES or any(len(line) > _SIGNATURE_MAX_CHARS for line in lines):
         return None
-    return following
+    if any(line[0].islower() for line in lines[1:]):  # a paragraph wrapped over lines, not a list
+        return None
+    if end != ":" and not all(_PROMPT.match(line) for line in lines):  # a caption introduces commands only
+        return None
+    return "; ".join(lines)
+
+
+def antecedent(sentence: str, text: str) -> str | None:
+    """The sentence before `sentence` in `text` when `sentence` opens with a demonstrative as its subject:
+    "This tells Valgrind to print out a suppression for each reported error" answers "how do I get
+    a suppression printed?" only with the sentence before it, "...you can use the
+    --gen-suppressions=yes option."; None otherwise, or when it opens its paragraph."""
+    if not _PRONOUN_SUBJECT.match(sentence):
+        return None
+    sentences = sentence_texts(text)
+    index = sentences.index(sentence) if sentence in sentences else 0
+    if index == 0:
+        return None
+    before = sentences[index - 1]
+    between = text[text.index(before) + len(before) : text.index(sentence)]
+    return None if _PARAGRAPH_BREAK.search(between) else before

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from ..errors import GeneratorError
 from ..generators import Generation, Generator
 from ..models import StoredChunk
-from .focus import Focus, asks_about, entry_term
+from .focus import Focus, asks_about, entry_term, term_names
 from .prompts import follow_up_request
 
 COUNT = 3
@@ -73,7 +73,8 @@ def _candidate(chunk: StoredChunk) -> tuple[str, str] | None:
     """(subject, question) for a chunk, or None when it offers nothing specific to ask."""
     term = entry_term(chunk)
     if term is not None:
-        return term.split(",")[0].split(" (")[0].strip(), _entry_question(term, chunk)
+        names = term_names(term)
+        return names.split(",")[0].split(" (")[0].strip(), _entry_question(names, chunk)
     if not chunk.heading_path or chunk.heading_path[-1].strip().lower() == chunk.title.strip().lower():
         return None
     topic = _topic(chunk.heading_path[-1])
