@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
@@ -74,6 +75,26 @@ def fresh_postgres_dsn(embedded_postgres: EmbeddedPostgres) -> Iterator[str]:
     dsn = embedded_postgres.create_database()
     yield dsn
     embedded_postgres.drop_database(conninfo_to_dict(dsn)["dbname"])
+
+
+OWNER_ROLE = "sourcebook_owner_test"
+
+
+@pytest.fixture
+def owned_database(embedded_postgres: EmbeddedPostgres) -> Iterator[tuple[str, str]]:
+    """A new database owned, with its public schema, by a non-superuser login role: the
+    deployment where the application logs in as the schema's owner, whom FORCE ROW LEVEL
+    SECURITY binds. Yields (the owner's DSN, the superuser's DSN); dropped after the test."""
+    with psycopg.connect(embedded_postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP ROLE IF EXISTS {OWNER_ROLE}")
+        conn.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN")
+    admin_dsn = embedded_postgres.create_database()
+    name = conninfo_to_dict(admin_dsn)["dbname"]
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} OWNER TO {OWNER_ROLE}")
+        conn.execute(f"ALTER SCHEMA public OWNER TO {OWNER_ROLE}")
+    yield embedded_postgres.database_dsn(name, user=OWNER_ROLE), admin_dsn
+    embedded_postgres.drop_database(name)
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,10 @@ from collections.abc import Iterator
 import numpy as np
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from sourcebook.errors import StoreError
 from sourcebook.models import DocumentStatus, SearchFilter
 from sourcebook.stores import open_store
-from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres import HnswSettings, PostgresStore, open_postgres, vector_query
 from sourcebook.stores.postgres.vectors import candidates, ef_search_sql
 from sourcebook.stores.postgres.schema import (
@@ -118,17 +116,10 @@ def test_a_connection_without_a_tenant_sees_nothing(two_tenants: PostgresStore) 
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
 
 
-def test_an_owner_login_is_bound_by_forced_row_level_security(embedded_postgres: EmbeddedPostgres) -> None:
+def test_an_owner_login_is_bound_by_forced_row_level_security(owned_database: tuple[str, str]) -> None:
     """The other deployment: the application logs in as the (non-superuser) owner of the schema."""
-    with psycopg.connect(embedded_postgres.dsn, autocommit=True) as conn:
-        conn.execute("DROP ROLE IF EXISTS sourcebook_owner_test")
-        conn.execute("CREATE ROLE sourcebook_owner_test LOGIN")
-    admin_dsn = embedded_postgres.create_database()
-    name = conninfo_to_dict(admin_dsn)["dbname"]
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f"ALTER DATABASE {name} OWNER TO sourcebook_owner_test")
-        conn.execute("ALTER SCHEMA public OWNER TO sourcebook_owner_test")
-    store = PostgresStore(embedded_postgres.database_dsn(name, user="sourcebook_owner_test"), tenant="acme")
+    owner_dsn, _ = owned_database
+    store = PostgresStore(owner_dsn, tenant="acme")
     try:
         for view in (store, store.for_tenant("globex")):
             view.ensure_collection("docs", MODEL, DIM)
@@ -138,7 +129,6 @@ def test_an_owner_login_is_bound_by_forced_row_level_security(embedded_postgres:
             assert conn.execute("SELECT DISTINCT tenant FROM chunks").fetchall() == [("acme",)]
     finally:
         store.close()
-        embedded_postgres.drop_database(name)
 
 
 # HNSW -------------------------------------------------------------------------------------

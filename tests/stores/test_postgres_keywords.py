@@ -12,13 +12,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from sourcebook.models import SearchFilter
 from sourcebook.stores import SQLiteStore, Store
 from sourcebook.stores.bm25 import query_terms
 from sourcebook.stores.postgres import PostgresStore, keyword_stats
-from sourcebook.stores.postgres.embedded import EmbeddedPostgres
 from sourcebook.stores.postgres.keywords import keyword_sql
 from sourcebook.stores.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from sourcebook.tenants import DEFAULT_TENANT
@@ -168,41 +166,30 @@ def test_a_query_counts_no_chunk_rows(migrated_postgres_dsn: str) -> None:
         assert aggregated_relations(store, "alpha delta", 3) == {"chunk_terms", *keyword_stats.STATISTICS_TABLES}
 
 
-def test_an_older_database_gains_exact_counters_and_ranks_the_same(embedded_postgres: EmbeddedPostgres) -> None:
+def test_an_older_database_gains_exact_counters_and_ranks_the_same(owned_database: tuple[str, str]) -> None:
     """A database written before migration keyword_statistics (made by undoing it), opened by
     the (non-superuser) owner of the schema, whom FORCE ROW LEVEL SECURITY binds: the
     migration counts every tenant's rows, and searches and statistics are what they were."""
-    with psycopg.connect(embedded_postgres.dsn, autocommit=True) as conn:
-        conn.execute("DROP ROLE IF EXISTS sourcebook_owner_test")
-        conn.execute("CREATE ROLE sourcebook_owner_test LOGIN")
-    admin_dsn = embedded_postgres.create_database()
-    name = conninfo_to_dict(admin_dsn)["dbname"]
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f"ALTER DATABASE {name} OWNER TO sourcebook_owner_test")
-        conn.execute("ALTER SCHEMA public OWNER TO sourcebook_owner_test")
-    dsn = embedded_postgres.database_dsn(name, user="sourcebook_owner_test")
-    try:
-        with PostgresStore(dsn, tenant="acme") as store:
-            views: list[Store] = [store, store.for_tenant("globex")]
-            for _ in random_writes(views, seed=11, steps=25):
-                pass
-            before = [(view.keyword_search(q, 10, EVERYTHING), view.term_statistics(q)) for view in views for q in QUERIES]
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            for table in ("chunks", "chunk_terms"):
-                for suffix in ("in", "out"):
-                    conn.execute(f"DROP TRIGGER {table}_counted_{suffix} ON {table}")
-                conn.execute(f"DROP FUNCTION sourcebook_count_{table}()")
-            conn.execute("DROP TABLE keyword_totals, keyword_frequencies")
-            conn.execute("DELETE FROM schema_migrations WHERE version >= %s", (STATISTICS_VERSION,))
-        with PostgresStore(dsn, tenant="acme") as store:
-            assert store.migration.applied == tuple(range(STATISTICS_VERSION, SCHEMA_VERSION + 1))
-            views = [store, store.for_tenant("globex")]
-            after = [(view.keyword_search(q, 10, EVERYTHING), view.term_statistics(q)) for view in views for q in QUERIES]
-            assert after == before
-            counted, live = counters_and_live_counts(admin_dsn)
-            assert counted == live and set(counted) == {"acme", "globex"}
-            add_document(store, "later", ["alpha alpha"])  # the triggers count new writes
-            counted, live = counters_and_live_counts(admin_dsn)
-            assert counted == live
-    finally:
-        embedded_postgres.drop_database(name)
+    dsn, admin_dsn = owned_database
+    with PostgresStore(dsn, tenant="acme") as store:
+        views: list[Store] = [store, store.for_tenant("globex")]
+        for _ in random_writes(views, seed=11, steps=25):
+            pass
+        before = [(view.keyword_search(q, 10, EVERYTHING), view.term_statistics(q)) for view in views for q in QUERIES]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("chunks", "chunk_terms"):
+            for suffix in ("in", "out"):
+                conn.execute(f"DROP TRIGGER {table}_counted_{suffix} ON {table}")
+            conn.execute(f"DROP FUNCTION sourcebook_count_{table}()")
+        conn.execute("DROP TABLE keyword_totals, keyword_frequencies")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= %s", (STATISTICS_VERSION,))
+    with PostgresStore(dsn, tenant="acme") as store:
+        assert store.migration.applied == tuple(range(STATISTICS_VERSION, SCHEMA_VERSION + 1))
+        views = [store, store.for_tenant("globex")]
+        after = [(view.keyword_search(q, 10, EVERYTHING), view.term_statistics(q)) for view in views for q in QUERIES]
+        assert after == before
+        counted, live = counters_and_live_counts(admin_dsn)
+        assert counted == live and set(counted) == {"acme", "globex"}
+        add_document(store, "later", ["alpha alpha"])  # the triggers count new writes
+        counted, live = counters_and_live_counts(admin_dsn)
+        assert counted == live
