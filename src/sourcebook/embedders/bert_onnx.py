@@ -196,8 +196,8 @@ def quantize_int8(
     The FFN MatMuls take that path (`FFN_WEIGHTS`): the GELU's output has outliers one scale per
     tensor cannot resolve, so dynamic int8 there (INT8_VERSION 1: all dynamic) gave cosine 0.995
     to fp32 and lost 0.008 vector nDCG@10 on SciFact. The default (INT8_VERSION 3) keeps cosine
-    0.9986 at about 1.8x fp32's speed and full SciFact nDCG@10 within 0.002 of fp32's; all
-    MatMulNBits with Attention fp32 (`dynamic_ops=()`, INT8_VERSION 2) kept 0.9997 at 1.3x.
+    0.9986 at about 1.5x fp32's model speed and full SciFact nDCG@10 within 0.002 of fp32's;
+    all MatMulNBits with Attention fp32 (`dynamic_ops=()`, INT8_VERSION 2) kept 0.9997 at 1.25x.
     The price: a text's vector moves a little with its batch (the per-run scales), so an int8
     model's queries are embedded one at a time (`LocalEmbedder.batch_dependent`). README
     "Embedding speed" has the candidates' figures and their full SciFact scores.
