@@ -5,7 +5,8 @@ quantizations of it (the kept recipe `bert_onnx.quantize_int8`, and the variants
 over). Fidelity to fp32 on `--docs` SciFact abstracts batched as `LocalEmbedder` batches them:
 each vector's cosine to fp32's, and for `--queries` pseudo-queries (titles of the abstracts
 that follow; never the eval queries), embedded one at a time, the Spearman correlation of their
-scores over all the abstracts and the overlap of their top 10 with fp32's. Speed: model time on
+scores over all the abstracts and the overlap of their top 10 with fp32's; batch dependence: each
+abstract's cosine between its vector embedded alone and in its batch. Speed: model time on
 the first `--texts` abstracts, one thread a session, timed interleaved and repeated (median).
 
 `threads`: the kept int8 graph over SciFact chunk-like and two-sentence window texts, batched
@@ -22,14 +23,12 @@ import json
 import os
 import re
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 
 from sourcebook.embedders.bert_onnx import build_bert_onnx, quantize_int8
@@ -38,41 +37,20 @@ from sourcebook.embedders.local import LocalEmbedder, _bert_graph, _bundled_mini
 
 DATA = Path(os.environ.get("SCIFACT_DIR", "/work/shared/eval/scifact"))
 FFN_OUTPUT = re.compile(r"encoder\.layer\.\d+\.output\.dense\.wt")
-
-
-def dynamic(ops: list[str], keep_float: re.Pattern[str] | None = None) -> Callable[[bytes], bytes]:
-    """INT8_VERSION 1's recipe (`quantize_dynamic` of `ops`, per-channel weights, one activation
-    scale per batch and tensor); `keep_float` names weights whose MatMul it leaves in fp32."""
-
-    def build(fp32: bytes) -> bytes:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        model = onnx.load_from_string(fp32)
-        excluded = []
-        for node in model.graph.node:
-            node.name = node.name or node.output[0]
-            if keep_float and node.op_type == "MatMul" and keep_float.fullmatch(node.input[1]):
-                excluded.append(node.name)
-        with tempfile.TemporaryDirectory() as folder:
-            source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
-            onnx.save(model, source)
-            quantize_dynamic(
-                source, target, op_types_to_quantize=ops, per_channel=True, weight_type=QuantType.QInt8,
-                nodes_to_exclude=excluded, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
-            return target.read_bytes()
-
-    return build
+# FFN_OUTPUT, and every weight of the first and last layers (their Attention stays fp32).
+OUTER_LAYERS = re.compile(rf"{FFN_OUTPUT.pattern}|encoder\.layer\.[05]\..*")
 
 
 VARIANTS: dict[str, Callable[[bytes], bytes]] = {
-    "MatMulNBits 8-bit, blocks of 128, Attention fp32 (kept)": quantize_int8,
-    "the same, blocks of 32": lambda fp32: quantize_int8(fp32, block=32),
-    "the same, QAttention (dynamic)": lambda fp32: quantize_int8(dynamic(["Attention"])(fp32)),
-    "dynamic MatMul+Attention, per channel (INT8_VERSION 1)": dynamic(["MatMul", "Attention"]),
-    "dynamic, FFN output MatMulNBits": lambda fp32: quantize_int8(dynamic(["MatMul", "Attention"], FFN_OUTPUT)(fp32)),
+    "QAttention and attention output dynamic, FFN MatMulNBits (kept, INT8_VERSION 3)": quantize_int8,
+    "MatMulNBits 8-bit, blocks of 128, Attention fp32 (INT8_VERSION 2)": lambda fp32: quantize_int8(fp32, dynamic_ops=()),
+    "the same, blocks of 32": lambda fp32: quantize_int8(fp32, block=32, dynamic_ops=()),
+    "the same, QAttention (dynamic)": lambda fp32: quantize_int8(fp32, dynamic_ops=("Attention",)),
+    "dynamic MatMul+Attention, per channel (INT8_VERSION 1)": lambda fp32: quantize_int8(fp32, blockwise=None),
+    "dynamic, FFN output MatMulNBits": lambda fp32: quantize_int8(fp32, blockwise=FFN_OUTPUT),
+    "the same, layers 0 and 5 as INT8_VERSION 2": lambda fp32: quantize_int8(fp32, blockwise=OUTER_LAYERS),
     "dynamic MatMul, FFN output MatMulNBits, Attention fp32": lambda fp32: quantize_int8(
-        dynamic(["MatMul"], FFN_OUTPUT)(fp32)),
+        fp32, dynamic_ops=("MatMul",), blockwise=FFN_OUTPUT),
 }
 
 
@@ -157,12 +135,15 @@ def precision(texts: int, repeats: int, docs: int, queries: int) -> None:
     fp32 = build_bert_onnx(_bundled_minilm_dir())
     sessions = {"fp32": session(fp32, 1), **{name: session(build(fp32), 1) for name, build in VARIANTS.items()}}
     vecs = {name: (vectors(embedder, s, documents, False), vectors(embedder, s, titles, True)) for name, s in sessions.items()}
+    alone = {name: np.sum(vectors(embedder, s, documents, True) * vecs[name][0], axis=1) for name, s in sessions.items()}
     medians = race({name: (lambda s=s: [s.run(None, f) for f in feeds]) for name, s in sessions.items()}, repeats)
     print(f"fidelity: {docs} SciFact abstracts, {queries} pseudo-queries; speed: {texts} abstracts, {len(feeds)} "
           f"batches, one thread, median of {repeats}, load {os.getloadavg()[0]:.1f}")
-    print("| graph | seconds | speed vs fp32 | cosine to fp32, min / mean | Spearman | top-10 overlap |\n|---|---|---|---|---|---|")
+    print("| graph | seconds | speed vs fp32 | cosine to fp32, min / mean | Spearman | top-10 overlap "
+          "| alone vs in batch, min / mean |\n|---|---|---|---|---|---|---|")
     for name, seconds in medians.items():
-        print(f"| {name} | {seconds:.2f} | {medians['fp32'] / seconds:.2f}x | {fidelity(*vecs[name], *vecs['fp32'])} |")
+        print(f"| {name} | {seconds:.2f} | {medians['fp32'] / seconds:.2f}x | {fidelity(*vecs[name], *vecs['fp32'])} "
+              f"| {alone[name].min():.5f} / {alone[name].mean():.5f} |")
 
 
 def threads(texts: int, repeats: int) -> None:

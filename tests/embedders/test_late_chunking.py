@@ -137,7 +137,9 @@ def test_confined_windows_cost_no_model_run_and_keep_the_chunk_vector_near(embed
     assert sum(len(session.rows) for session in sessions) == 1 and sum(sum(s.rows) for s in sessions) == 2
     assert pooled[0].shape == (3, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)
     plain = embedder.embed_documents([LONG, "no windows here"])
-    assert np.allclose(vectors[1], plain[1], atol=1e-5)  # a text without windows runs as it always did
+    # A text without windows runs as it always did; at int8 its vector still moves with its batch
+    # (the last layer's QAttention shares one input scale with the window rows: cosine 0.9977).
+    assert float(vectors[1] @ plain[1]) > (0.995 if embedder.batch_dependent else 1 - 1e-6)
     assert 0.9 < float(vectors[0] @ plain[0]) < 0.9999  # the chunk's own vector: near, not the same
 
 

@@ -10,6 +10,9 @@ about 1e-6 (see tests/embedders/test_local.py).
 from __future__ import annotations
 
 import json
+import re
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +26,13 @@ OPSET = 17
 # Bump when the graph changes, so cached graphs (embedders/local.py) are rebuilt.
 GRAPH_VERSION = 2  # 2: token_mask and window_rows (windows pooled under confined attention)
 # Bump when the quantization recipe changes (it is part of the int8 graph's cache key).
-INT8_VERSION = 2
+INT8_VERSION = 3  # 3: QAttention and the attention output dynamic, the FFN MatMuls MatMulNBits
 # Inputs per weight scale in the int8 graph (quantize_int8). Blocks of 32 were hardly more accurate
 # (cosine to fp32 0.9998 against 0.9997) and their kernel 1.4x slower (bench/embedding_precision.py).
 INT8_BLOCK = 128
 MS_DOMAIN = "com.microsoft"
+# The FFN MatMuls' weights (build_bert_onnx names them), which the int8 graph keeps in MatMulNBits.
+FFN_WEIGHTS = re.compile(r"encoder\.layer\.\d+\.(intermediate|output)\.dense\.wt")
 
 
 class _GraphBuilder:
@@ -174,18 +179,31 @@ def _blockwise_int8(weight: np.ndarray, block: int) -> tuple[np.ndarray, np.ndar
     return quantized.astype(np.uint8), scales.astype(np.float32)
 
 
-def quantize_int8(graph: bytes, block: int = INT8_BLOCK) -> bytes:
-    """`graph` (from `build_bert_onnx`) with every MatMul's weights in 8 bits, run by int8 kernels.
+def quantize_int8(
+    graph: bytes,
+    block: int = INT8_BLOCK,
+    dynamic_ops: Sequence[str] = ("MatMul", "Attention"),
+    blockwise: re.Pattern[str] | None = FFN_WEIGHTS,
+) -> bytes:
+    """`graph` (from `build_bert_onnx`) with every projection's weights in 8 bits, run by int8 kernels.
 
-    Each MatMul becomes a MatMulNBits node (8-bit weights in blocks of `block` inputs, each
-    block its own scale) with accuracy_level 4, which onnxruntime's CPU kernels run as int8
-    dot products (VNNI here), quantizing the activations per row and block as they go. That
-    keeps SciFact vectors at cosine 0.9997 of fp32's, where `quantize_dynamic` (one activation
-    scale per batch and tensor, per-channel weights: INT8_VERSION 1) gave 0.995 and lost
-    0.008 vector nDCG@10; and a text's vector hardly depends on its batch (cosine 0.99996).
-    The fused Attention stays fp32: QAttention quantizes its input per tensor again (cosine
-    0.9986, batch-dependent). README "Embedding speed" has the candidates' figures.
+    First the `dynamic_ops` (Attention becomes QAttention) are quantized by onnxruntime's
+    `quantize_dynamic`: per-channel weights, and the activations in 8 bits with one scale per
+    run and tensor, the fastest int8 kernels here. Then every MatMul left in fp32, the ones whose
+    weight `blockwise` names, becomes a MatMulNBits node (8-bit weights in blocks of `block`
+    inputs, each block its own scale) at accuracy_level 4, which quantizes its activations per
+    row and block (int8 dot products, VNNI here); an Attention `blockwise` names stays fp32.
+    The FFN MatMuls take that path (`FFN_WEIGHTS`): the GELU's output has outliers one scale per
+    tensor cannot resolve, so dynamic int8 there (INT8_VERSION 1: all dynamic) gave cosine 0.995
+    to fp32 and lost 0.008 vector nDCG@10 on SciFact. The default (INT8_VERSION 3) keeps cosine
+    0.9986 at about 1.5x fp32's model speed and full SciFact nDCG@10 within 0.002 of fp32's;
+    all MatMulNBits with Attention fp32 (`dynamic_ops=()`, INT8_VERSION 2) kept 0.9997 at 1.25x.
+    The price: a text's vector moves a little with its batch (the per-run scales), so an int8
+    model's queries are embedded one at a time (`LocalEmbedder.batch_dependent`). README
+    "Embedding speed" has the candidates' figures and their full SciFact scores.
     """
+    if dynamic_ops:
+        graph = _quantize_dynamic(graph, dynamic_ops, blockwise)
     model = onnx.load_from_string(graph)
     weights = {tensor.name: tensor for tensor in model.graph.initializer}
     for node in model.graph.node:
@@ -203,3 +221,26 @@ def quantize_int8(graph: bytes, block: int = INT8_BLOCK) -> bytes:
         )
         node.CopyFrom(replacement)
     return model.SerializeToString()
+
+
+def _quantize_dynamic(graph: bytes, ops: Sequence[str], keep_float: re.Pattern[str] | None) -> bytes:
+    """`graph` with its `ops` dynamically quantized (per-channel int8 weights), except the nodes
+    whose weight (second input) `keep_float` names."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load_from_string(graph)
+    excluded = []
+    for node in model.graph.node:
+        node.name = node.name or node.output[0]
+        if keep_float and len(node.input) > 1 and keep_float.fullmatch(node.input[1]):
+            excluded.append(node.name)
+    # The graph is written with onnxruntime's fused ops already, which is what the quantizer's
+    # pre-processing would do; the mark keeps it from logging a warning that says otherwise.
+    helper.set_model_props(model, {"onnx.quant.pre_process": "onnxruntime.quant"})
+    with tempfile.TemporaryDirectory(prefix="sourcebook-int8-") as folder:
+        target = Path(folder) / "int8.onnx"
+        quantize_dynamic(
+            model, target, op_types_to_quantize=list(ops), per_channel=True, weight_type=QuantType.QInt8,
+            nodes_to_exclude=excluded, extra_options={"DefaultTensorType": TensorProto.FLOAT},
+        )
+        return target.read_bytes()
