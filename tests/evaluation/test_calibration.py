@@ -121,6 +121,9 @@ def test_a_fit_is_scored_on_a_set_it_did_not_see(capsys: pytest.CaptureFixture[s
     assert caught > 0.5 and withheld <= 0.1 and 0.0 <= ece < 0.5
     # An answer the extractive floor withheld is withheld whatever the threshold.
     assert fit.score([_row("beta", True, True, 0.9, floor=True)])[1] == 1.0
+    kept = bench.Fit.on(rows, keep_gate=True)  # confidence refit, the gate as answering/confidence.py has it
+    assert (kept.p_answerable, kept.abstain_below) == (bench.P_ANSWERABLE, bench.ABSTAIN_BELOW)
+    assert kept.p_correct == bench.Fit.on(rows).p_correct
     bench.report_held_out_sets(rows, keep_gate=False)
     printed = capsys.readouterr().out.splitlines()
     assert [line.split()[3] for line in printed] == ["alpha", "beta"]
