@@ -1,15 +1,18 @@
 """Refit the answer-confidence calibration (answering/confidence.py) and print its constants.
 
-    python eval/gitdoc/build.py && python eval/microtype/build.py
+    python eval/gitdoc/build.py && python eval/microtype/build.py && python eval/valgrind/build.py
     sourcebook --db /tmp/gitdoc.db add eval/gitdoc/corpus
     sourcebook --db /tmp/microtype.db add eval/microtype/corpus
+    sourcebook --db /tmp/valgrind.db add eval/valgrind/corpus
     python bench/calibrate_answers.py \\
         --set eval/gitdoc/questions.jsonl=/tmp/gitdoc.db \\
         --set eval/microtype/questions.jsonl=/tmp/microtype.db \\
-        --dump /tmp/calibration.jsonl --leave-one-out
+        --set eval/valgrind/questions.jsonl=/tmp/valgrind.db \\
+        --dump /tmp/calibration.jsonl --leave-one-out --leave-one-set-out
 
 `--dump` keeps the features per question, to refit with `--from-dump`; `--leave-one-out` also
-prints what each question gets from fits without it (the honest figure for a new feature).
+prints what each question gets from fits without it (the honest figure for a new feature);
+`--leave-one-set-out` scores each set by a fit on the others (does a fit carry to a new manual?).
 
 Data: the dev split of every --set, plus examples/questions.jsonl over examples/docs (a
 temporary knowledge base, seconds). Test splits are never read. Each question is asked
@@ -31,10 +34,11 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from sourcebook import KnowledgeBase
-from sourcebook.answering.confidence import FEATURE_NAMES, Calibrated, LogisticModel
+from sourcebook.answering.confidence import ABSTAIN_BELOW, FEATURE_NAMES, P_ANSWERABLE, P_CORRECT, LogisticModel
 from sourcebook.evaluation.answers import contains_answer, read_qa, reliability_table
 from sourcebook.evaluation.calibration import choose_threshold, fit_logistic, leave_one_out
 from sourcebook.settings import Settings
@@ -84,29 +88,69 @@ def _constant(name: str, model: LogisticModel) -> str:
     return f"{name} = LogisticModel({model.intercept}, {model.weights})"
 
 
-def report(rows: list[dict[str, Any]]) -> None:
-    features = [row["features"] for row in rows]
-    p_correct = fit_logistic(features, [row["correct"] for row in rows], L2)
-    p_answerable = fit_logistic(features, [row["answerable"] for row in rows], L2)
-    calibrated = [Calibrated(p_correct.probability(f), p_answerable.probability(f)) for f in features]
-    threshold = choose_threshold(
-        [c.p_answerable for c in calibrated], [row["answerable"] for row in rows], MAX_FALSE_ABSTENTION,
-        [row["floor_abstains"] for row in rows],
-    )
+@dataclass(frozen=True)
+class Fit:
+    """The two models and the threshold chosen on one set of rows."""
+
+    p_correct: LogisticModel
+    p_answerable: LogisticModel
+    abstain_below: float
+
+    @classmethod
+    def on(cls, rows: list[dict[str, Any]], keep_gate: bool = False) -> Fit:
+        """Both models and the threshold fitted on `rows`; with `keep_gate` only p_correct, the
+        abstention gate (P_ANSWERABLE, ABSTAIN_BELOW) kept as answering/confidence.py has it."""
+        features = [row["features"] for row in rows]
+        p_correct = fit_logistic(features, [row["correct"] for row in rows], L2)
+        if keep_gate:
+            return cls(p_correct, P_ANSWERABLE, ABSTAIN_BELOW)
+        p_answerable = fit_logistic(features, [row["answerable"] for row in rows], L2)
+        threshold = choose_threshold(
+            [p_answerable.probability(f) for f in features], [row["answerable"] for row in rows],
+            MAX_FALSE_ABSTENTION, [row["floor_abstains"] for row in rows],
+        )
+        return cls(p_correct, p_answerable, threshold.value)
+
+    def score(self, rows: list[dict[str, Any]]) -> tuple[float, float, float]:
+        """Abstention on unanswerable, false abstention and ECE on `rows`, as `eval answers` counts
+        them: an answer withheld by the floor or the threshold is not a right one."""
+        kept = [not row["floor_abstains"] and self.p_answerable.probability(row["features"]) >= self.abstain_below
+                for row in rows]
+        answerable = [row["answerable"] for row in rows]
+        _, ece = reliability_table([self.p_correct.probability(row["features"]) for row in rows],
+                                   [row["correct"] and k for row, k in zip(rows, kept, strict=True)])
+        return (_share([not k for k, a in zip(kept, answerable, strict=True) if not a]),
+                _share([not k for k, a in zip(kept, answerable, strict=True) if a]), ece or 0.0)
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+def _figures(name: str, figures: tuple[float, float, float]) -> str:
+    return f"{name}: abstention on unanswerable {figures[0]:.3f}, false abstention {figures[1]:.3f}, ECE {figures[2]:.3f}"
+
+
+def report(rows: list[dict[str, Any]], keep_gate: bool) -> None:
+    fit = Fit.on(rows, keep_gate)
     print(f"# fitted on {len(rows)} dev questions ({sum(r['answerable'] for r in rows)} answerable, "
           f"{sum(r['correct'] for r in rows)} answered right); features {', '.join(FEATURE_NAMES)}")
-    print(_constant("P_CORRECT", p_correct))
-    print(_constant("P_ANSWERABLE", p_answerable))
-    print(f"ABSTAIN_BELOW = {threshold.value}")
-    # What the fitted calibration does on its own data (with the threshold applied).
-    final_confidence = [c.p_correct for c in calibrated]
-    final_correct = [
-        row["correct"] and not row["floor_abstains"] and c.p_answerable >= threshold.value
-        for row, c in zip(rows, calibrated, strict=True)
-    ]
-    _, ece = reliability_table(final_confidence, final_correct)
-    print(f"# dev: abstention on unanswerable {threshold.abstention_on_unanswerable:.3f}, "
-          f"false abstention {threshold.false_abstention:.3f}, ECE {ece:.3f}")
+    print(_constant("P_CORRECT", fit.p_correct))
+    print(_constant("P_ANSWERABLE", fit.p_answerable))
+    print(f"ABSTAIN_BELOW = {fit.abstain_below}")
+    print("# " + _figures("dev, in sample", fit.score(rows)))
+
+
+def report_held_out_sets(rows: list[dict[str, Any]], keep_gate: bool) -> None:
+    """Each question set (not examples/questions.jsonl, always fitted on) scored by a fit on the
+    others and by the constants in answering/confidence.py: whether a fit carries to a manual it
+    has not seen, which leave-one-out over questions of the same manuals does not show."""
+    current = Fit(P_CORRECT, P_ANSWERABLE, ABSTAIN_BELOW)
+    for held in sorted({row["set"] for row in rows} - {"examples"}):
+        inside = [row for row in rows if row["set"] == held]
+        refit = Fit.on([row for row in rows if row["set"] != held], keep_gate)
+        print(f"# held-out set {held} ({len(inside)}): " + _figures("refit without it", refit.score(inside))
+              + "; " + _figures("current constants", current.score(inside)))
 
 
 def auc(scores: list[float], labels: list[bool]) -> float:
@@ -141,6 +185,10 @@ def main() -> None:
     parser.add_argument("--from-dump", type=Path, help="refit from rows written by --dump instead of asking")
     parser.add_argument("--leave-one-out", action="store_true",
                         help="also print what each question gets from a fit without it (refits once per question)")
+    parser.add_argument("--leave-one-set-out", action="store_true",
+                        help="also score each question set by a fit on the others, and by the current constants")
+    parser.add_argument("--keep-gate", action="store_true",
+                        help="refit only P_CORRECT (confidence); keep the abstention gate's model and threshold")
     args = parser.parse_args()
     if args.from_dump:
         rows = [json.loads(line) for line in args.from_dump.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -148,9 +196,11 @@ def main() -> None:
         rows = collect(args.set)
     if args.dump:
         args.dump.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    report(rows)
+    report(rows, args.keep_gate)
     if args.leave_one_out:
         report_held_out(rows)
+    if args.leave_one_set_out:
+        report_held_out_sets(rows, args.keep_gate)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,14 @@ def test_the_default_of_a_parameter_is_its_own_value(manual_kb: KnowledgeBase) -
     assert "6700" in port.answer
 
 
+def test_an_answer_draws_on_answer_sources_chunks_from_few_documents(manual_kb: KnowledgeBase) -> None:
+    """Two documents at two chunks each would give 4 hits; the answer tops up to answer_sources (5)."""
+    hits = manual_kb.ask("What is the default value of max_clients?").hits
+    assert len(hits) == manual_kb.settings.answer_sources == 5
+    assert len({h.chunk.id for h in hits}) == 5
+    assert [h.rank for h in hits] == sorted(h.rank for h in hits)
+
+
 def test_an_entry_answer_names_its_option_verbatim(manual_kb: KnowledgeBase) -> None:
     answer = manual_kb.ask("How do I push without losing commits somebody else pushed in the meantime?")
     assert not answer.abstained

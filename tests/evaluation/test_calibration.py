@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 
 from sourcebook.errors import ConfigurationError
 from sourcebook.evaluation.calibration import choose_threshold, fit_logistic, leave_one_out
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _data(seed: int = 7, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -84,3 +90,40 @@ def test_leave_one_out_predicts_each_row_from_a_fit_without_it() -> None:
     def log_loss(p: list[float]) -> float:
         return -float(np.mean([math.log(q if label else 1 - q) for q, label in zip(p, y)]))
     assert log_loss(held_out) > log_loss([in_sample.probability(row) for row in x])
+
+
+def _calibrate_answers() -> ModuleType:
+    """bench/calibrate_answers.py, loaded from its path (bench is not a package)."""
+    spec = importlib.util.spec_from_file_location("calibrate_answers", BENCH / "calibrate_answers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up while being defined
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(name: str, answerable: bool, correct: bool, x: float, floor: bool = False) -> dict:
+    return {"set": name, "features": [x] * 12, "answerable": answerable, "correct": correct, "floor_abstains": floor}
+
+
+def test_a_fit_is_scored_on_a_set_it_did_not_see(capsys: pytest.CaptureFixture[str]) -> None:
+    """Leave-one-set-out: each manual's questions scored by a fit on the others (examples always
+    fitted on, never scored), since a fit on the same manuals' questions flatters it."""
+    bench = _calibrate_answers()
+    rows = [
+        _row(name, answerable, answerable and i % 4 != 0, x)
+        for name in ("examples", "alpha", "beta")
+        for i in range(12)
+        for answerable, x in ((True, 0.6 + i / 40), (False, 0.1 + i / 40))
+    ]
+    fit = bench.Fit.on([r for r in rows if r["set"] != "beta"])
+    caught, withheld, ece = fit.score([r for r in rows if r["set"] == "beta"])
+    assert caught > 0.5 and withheld <= 0.1 and 0.0 <= ece < 0.5
+    # An answer the extractive floor withheld is withheld whatever the threshold.
+    assert fit.score([_row("beta", True, True, 0.9, floor=True)])[1] == 1.0
+    kept = bench.Fit.on(rows, keep_gate=True)  # confidence refit, the gate as answering/confidence.py has it
+    assert (kept.p_answerable, kept.abstain_below) == (bench.P_ANSWERABLE, bench.ABSTAIN_BELOW)
+    assert kept.p_correct == bench.Fit.on(rows).p_correct
+    bench.report_held_out_sets(rows, keep_gate=False)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[3] for line in printed] == ["alpha", "beta"]

@@ -113,7 +113,7 @@ class Answerer:
         if self._generator is None and question.mode == "full-context":
             raise ConfigurationError("full-context mode needs an LLM: pass --llm provider:model or set SOURCEBOOK_LLM")
         vector = self._embedder.embed_query(question.query)
-        hits = self._retriever.search(question.query, question.options, vector)
+        hits = self._sources_for(question.query, question.options, vector)
         gate = self._calibrated(question.query, self._extractive(question.query, hits, vector), vector)
         if self._generator is None or gate.abstained:  # nothing relevant: no LLM call is made
             offline = replace(
@@ -129,6 +129,19 @@ class Answerer:
             yield offline
             return
         yield from self._generate(question, hits, vector, usage, stream, self._generator)
+
+    def _sources_for(self, query: str, options: SearchOptions, vector: np.ndarray) -> list[Hit]:
+        """The hits an answer is composed from: at most `per_document` of each document first, so
+        several documents get a say, then topped up to `top_k` with the next best chunks of any
+        document. A knowledge base of one long document (a PDF manual) otherwise gave every answer
+        only `per_document` chunks, and the page that answers was often the third."""
+        hits = self._retriever.search(query, options, vector)
+        if not options.per_document or len(hits) >= options.top_k:
+            return hits
+        taken = {hit.chunk.id for hit in hits}
+        more = self._retriever.search(query, replace(options, per_document=0), vector)
+        extra = [hit for hit in more if hit.chunk.id not in taken][: options.top_k - len(hits)]
+        return hits + [replace(hit, rank=rank) for rank, hit in enumerate(extra, len(hits) + 1)]
 
     def _extractive(self, query: str, hits: list[Hit], vector: np.ndarray) -> Answer:
         config = ExtractiveConfig(min_score=self._settings.answer_min_score, max_sentences=self._settings.answer_sentences)
