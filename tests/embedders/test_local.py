@@ -7,6 +7,8 @@ sentence-transformers (PyTorch) from the same bundled weights.
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -234,3 +236,30 @@ def test_parallel_runs_share_one_session(monkeypatch):
     vectors = embedder.embed_documents(texts)
     assert most == 2  # two batches at once, on the one session
     assert np.allclose(vectors[5], embedder.embed_documents([texts[5]])[0], atol=1e-5)
+
+
+_BUILD_PEAK = """
+import sys
+from sourcebook.embedders.local import _bert_graph, _bundled_minilm_dir
+
+def hwm():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmHWM"))
+
+before = hwm()
+source = _bert_graph(_bundled_minilm_dir(), "int8")
+print(isinstance(source, str), hwm() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
+def test_a_graph_is_built_in_a_child_process_not_in_the_one_that_ingests(tmp_path: Path) -> None:
+    """Issue 17: building the int8 graph (onnx's protobufs, the quantizer's copies) raised the
+    building process's peak by about 400 MB, once per install and recipe, so a first `add` peaked
+    far above what its batches keep (679 MB against under 430 for the 2,000-page PDF). Built in a
+    child, the process that asked for it grows by its imports only; the graph is cached as before."""
+    env = {**os.environ, "SOURCEBOOK_CACHE": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", _BUILD_PEAK], env=env, capture_output=True, text=True, check=True)
+    cached, growth = run.stdout.split()
+    assert cached == "True" and list((tmp_path / "onnx").glob("*.onnx"))
+    assert int(growth) < 150, run.stdout

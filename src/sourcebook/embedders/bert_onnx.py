@@ -10,7 +10,9 @@ about 1e-6 (see tests/embedders/test_local.py).
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -244,3 +246,21 @@ def _quantize_dynamic(graph: bytes, ops: Sequence[str], keep_float: re.Pattern[s
             nodes_to_exclude=excluded, extra_options={"DefaultTensorType": TensorProto.FLOAT},
         )
         return target.read_bytes()
+
+
+def graph_bytes(bert_dir: Path, precision: str) -> bytes:
+    """The graph of the BERT in `bert_dir` at `precision` ("int8" quantized, else fp32)."""
+    graph = build_bert_onnx(bert_dir)
+    return quantize_int8(graph) if precision == "int8" else graph
+
+
+def write_graph(bert_dir: Path, precision: str, target: Path) -> None:
+    """`graph_bytes` written to `target` through a temporary file and a rename: a reader never
+    sees half a graph, and two writers of one target never mix their bytes."""
+    partial = target.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_bytes(graph_bytes(bert_dir, precision))
+    partial.replace(target)
+
+
+if __name__ == "__main__":  # embedders/local.py builds a graph in a child process: BERT_DIR PRECISION TARGET
+    write_graph(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))

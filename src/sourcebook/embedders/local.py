@@ -21,6 +21,8 @@ import hashlib
 import json
 import os
 import queue
+import subprocess
+import sys
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -49,6 +51,7 @@ rows of 64 tokens, but 2 full chunks of 256, not 8. Attention is the model's lar
 (rows x 12 heads x width^2 floats, several alive per layer, per parallel run) and the arena
 keeps its high-water mark: at 8 full chunks a run the model's peak over the first 1,280 texts of a
 200-page PDF was 135 MB above the loaded process, at 2 it is 90 MB, at the same speed (issue 17; README "Large files: memory and time")."""
+_BUILD_SECONDS = 900  # a graph build in a child process (seconds on a quiet machine) before it is given up
 _COUNT_BATCH = 1024
 """Texts per tokenizer call when only counting: large enough for its threads, small enough
 that the encodings alive at once stay a few MB."""
@@ -145,10 +148,10 @@ def _bert_graph(bert_dir: Path, precision: str) -> bytes | str:
 
     Building takes about 1.5 s (fp32) or 3 s (int8), which every CLI call would otherwise pay;
     the cache key covers the weights file's identity, the builder's version and, for int8, the
-    quantization recipe and the onnxruntime that quantized it. An unwritable cache is not an
-    error: the graph is then built in memory each time.
+    quantization recipe and the onnxruntime that quantized it. The build runs in a child process
+    (`_built_apart`); an unwritable cache is not an error: the graph is then built in memory.
     """
-    from .bert_onnx import GRAPH_VERSION, INT8_VERSION, build_bert_onnx, quantize_int8
+    from .bert_onnx import GRAPH_VERSION, INT8_VERSION, graph_bytes, write_graph
 
     weights = (bert_dir / "model.safetensors").resolve()
     stat = weights.stat()
@@ -159,8 +162,32 @@ def _bert_graph(bert_dir: Path, precision: str) -> bytes | str:
         recipe += f":int8-{INT8_VERSION}:{onnxruntime.__version__}"
     key = hashlib.sha256(f"{weights}:{stat.st_size}:{stat.st_mtime_ns}:{recipe}".encode()).hexdigest()[:20]
     cached = _cache_dir() / "onnx" / f"{key}.onnx"
-    if cached.exists():
+    if cached.exists() or _built_apart(bert_dir, precision, cached):
         return str(cached)
+    try:  # no child could build it: built here, cached if the cache takes it
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_graph(bert_dir, precision, cached)
+    except OSError:
+        return graph_bytes(bert_dir, precision)
+    return str(cached)
+
+
+def _built_apart(bert_dir: Path, precision: str, target: Path) -> bool:
+    """Whether a child process built the graph into `target`. Building (onnx's protobufs, the
+    quantizer's copies of the model) peaks at about 400 MB over the process that does it, once
+    per install and recipe; in the process that then ingests, that peak stood above every bound
+    its batches keep (issue 17: a first `add` of the 2,000-page PDF peaked at 679 MB, later ones
+    under 430). False when the child cannot run or write (an interpreter that cannot import
+    sourcebook, an unwritable cache): the caller then builds in memory."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "sourcebook.embedders.bert_onnx", str(bert_dir), precision, str(target)],
+            check=True, capture_output=True, timeout=_BUILD_SECONDS,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return target.exists()
     graph = build_bert_onnx(bert_dir)
     if precision == "int8":
         graph = quantize_int8(graph)
