@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -14,7 +10,7 @@ import pytest
 from sourcebook.errors import ConfigurationError
 from sourcebook.evaluation.calibration import choose_threshold, fit_logistic, leave_one_out
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from .bench_scripts import load_bench
 
 
 def _data(seed: int = 7, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -92,16 +88,6 @@ def test_leave_one_out_predicts_each_row_from_a_fit_without_it() -> None:
     assert log_loss(held_out) > log_loss([in_sample.probability(row) for row in x])
 
 
-def _calibrate_answers() -> ModuleType:
-    """bench/calibrate_answers.py, loaded from its path (bench is not a package)."""
-    spec = importlib.util.spec_from_file_location("calibrate_answers", BENCH / "calibrate_answers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up while being defined
-    spec.loader.exec_module(module)
-    return module
-
-
 def _row(name: str, answerable: bool, correct: bool, x: float, floor: bool = False) -> dict:
     return {"set": name, "features": [x] * 12, "answerable": answerable, "correct": correct, "floor_abstains": floor}
 
@@ -109,7 +95,7 @@ def _row(name: str, answerable: bool, correct: bool, x: float, floor: bool = Fal
 def test_a_fit_is_scored_on_a_set_it_did_not_see(capsys: pytest.CaptureFixture[str]) -> None:
     """Leave-one-set-out: each manual's questions scored by a fit on the others (examples always
     fitted on, never scored), since a fit on the same manuals' questions flatters it."""
-    bench = _calibrate_answers()
+    bench = load_bench("calibrate_answers")
     rows = [
         _row(name, answerable, answerable and i % 4 != 0, x)
         for name in ("examples", "alpha", "beta")

@@ -6,25 +6,14 @@ unknown kind would fail mid-run or fall out of the per-kind table unnoticed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from .bench_scripts import BENCH, load_bench
+
 KINDS = {"paraphrase", "wrong_source", "number", "identifier", "negation", "antonym", "swapped_roles", "quantifier"}
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("citation_checker", BENCH / "citation_checker.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up while being defined
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rows(path: Path) -> list[dict]:
@@ -54,7 +43,7 @@ def test_each_set_quotes_passages_no_other_set_quotes():
 
 
 def test_precision_and_recall_count_supported_as_positive():
-    bench = _bench()
+    bench = load_bench("citation_checker")
     rows = [bench.Judged("a", "paraphrase", True, True, 0.9), bench.Judged("b", "paraphrase", True, False, 0.3),
             bench.Judged("c", "negation", False, True, 0.8), bench.Judged("d", "negation", False, False, 0.2),
             bench.Judged("e", "number", False, False, 0.25)]
