@@ -188,17 +188,6 @@ def _built_apart(bert_dir: Path, precision: str, target: Path) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return target.exists()
-    graph = build_bert_onnx(bert_dir)
-    if precision == "int8":
-        graph = quantize_int8(graph)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(graph)
-        partial.replace(cached)
-    except OSError:
-        return graph
-    return str(cached)
 
 
 def _count_batch(lengths: list[int]) -> None:
