@@ -44,9 +44,9 @@ class SpanCountingEmbedder(CountingEmbedder):
 
     pools_spans = True
 
-    def embed_documents_with_spans(self, texts, spans, progress=None):
+    def embed_documents_with_spans(self, texts, spans, progress=None, confine=False):
         self.embedded += len(texts)
-        return self._inner.embed_documents_with_spans(texts, spans, progress)
+        return self._inner.embed_documents_with_spans(texts, spans, progress, confine=confine)
 
 
 def open_counting(path: Path, embedder: CountingEmbedder, **settings: object) -> KnowledgeBase:
@@ -90,6 +90,21 @@ def test_late_windows_cost_no_model_run_of_their_own(tmp_path, docs_copy):
         again = kb.add(str(docs_copy))
     assert {r.action for r in again} == {"unchanged"}
     assert embedder.embedded == sum(r.chunks for r in first)
+
+
+def test_auto_pooling_pools_the_windows_of_long_documents_only(tmp_path, docs_copy):
+    """window_pooling "auto" (the default): a document over long_document_characters pools its
+    windows from its chunks' passes (no model run of their own), a shorter one in the same `add`
+    embeds them as texts; both store a vector per window."""
+    embedder = SpanCountingEmbedder()
+    long, short = docs_copy / "employee-handbook.md", docs_copy / "beacon-2.9-release-notes.md"
+    assert len(short.read_text(encoding="utf-8")) < 4_000 < len(long.read_text(encoding="utf-8")) - 500
+    with open_counting(tmp_path / "kb.db", embedder, long_document_characters=4_000) as kb:
+        results = {Path(r.source).name: r for r in kb.add([str(long), str(short)])}
+        windows = {name: windows_of(kb, r.document_id) for name, r in results.items()}
+    assert sum(windows[long.name].values()) > 0 and sum(windows[short.name].values()) > 0
+    chunks = sum(r.chunks for r in results.values())
+    assert embedder.embedded == chunks + sum(windows[short.name].values())
 
 
 def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):

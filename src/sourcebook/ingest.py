@@ -7,8 +7,8 @@ Incremental by content hash at two levels:
   chunk's sentence-window vectors (chunking/windows.py), which are derived from its text alone.
 
 A chunk's windows are pooled from the chunk's own forward pass when `window_pooling` is
-"confined" or "late" and the embedder can (`SpanEmbedder`, late chunking: no model run of their
-own), else embedded as texts.
+"confined" or "late", or "auto" and the document is longer than `long_document_characters`, and
+the embedder can (`SpanEmbedder`, late chunking: no model run of their own), else embedded as texts.
 
 Chunks of many documents are embedded together in large batches (the model is
 far faster per text in batches), then each document is written in its own
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .chunking.parts import chunk_in_parts
-from .embedders.base import Embedder, SpanEmbedder, Window, span_embedder
+from .embedders.base import Embedder, Window, span_embedder
 from .errors import (
     DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
 )
@@ -160,6 +160,8 @@ class _Document:
     action: str
     deadline: float
     """time.monotonic() after which the source is over max_ingest_seconds."""
+    characters: int = 0
+    """Characters of its parsed text: a long document pools its windows (`window_pooling` "auto")."""
     spool: ChunkSpool = field(default_factory=ChunkSpool)
     chunks: int = 0
     embedded: int = 0
@@ -315,7 +317,7 @@ class Ingestor:
                 del raw  # the bytes: only the parsed text is needed from here
             # a file's own title and info may hold NULs (NUL-padded PDF strings), which no store keeps
             parsed = replace(parsed, title=without_nul(parsed.title), metadata=without_nul(parsed.metadata))
-            self._check_size(source, parsed, streamed.characters if streamed else None)
+            characters = self._check_size(source, parsed, streamed.characters if streamed else None)
             parts = self._chunk_parts(parsed, streamed.file.blocks() if streamed else None)
             chunks = next(parts, [])  # a failure in the first part leaves the document untouched
             self._check_time(source, deadline)
@@ -338,7 +340,7 @@ class Ingestor:
             yield IngestResult(source, CANCELLED, doc_id)
             return
         action = "updated" if existing and existing.content_hash is not None else "added"  # a queued row is new
-        document = _Document(doc_id, source, fingerprint, parsed.title, action, deadline)
+        document = _Document(doc_id, source, fingerprint, parsed.title, action, deadline, characters)
         try:
             while True:
                 for first in range(0, len(chunks), EMBED_BATCH_CHUNKS):
@@ -383,9 +385,9 @@ class Ingestor:
         self._queue.append(pending)
         self._emit("chunked", len(pending.chunk_passes()))
 
-    def _check_size(self, source: str, parsed: ParsedDocument, characters: int | None) -> None:
+    def _check_size(self, source: str, parsed: ParsedDocument, characters: int | None) -> int:
         """Refuse a source over max_pages or max_characters (SourceTooLargeError); `characters`
-        counted while streaming a file whose blocks `parsed` does not hold."""
+        counted while streaming a file whose blocks `parsed` does not hold. Returns the characters."""
         counted = parsed.metadata.get("pages")  # a PDF's own count, blank pages included
         pages = max([counted if isinstance(counted, int) else 0, *(block.page or 0 for block in parsed.blocks)])
         if pages > self.settings.max_pages:
@@ -396,6 +398,7 @@ class Ingestor:
             raise SourceTooLargeError(
                 source, f"{characters} characters of text, over the limit of {self.settings.max_characters} (max_characters)"
             )
+        return characters
 
     def _check_time(self, source: str, deadline: float) -> None:
         if time.monotonic() > deadline:
@@ -421,8 +424,10 @@ class Ingestor:
     def _embed(self, documents: list[_Pending], requests: list[Request], chunks: int) -> _Embedded | None:
         """Embed `requests` (the documents' missing ones, `chunks` of them chunks) a slice at a
         time, checking before each slice that some document is still worth it; None when all of
-        them stopped."""
-        spans = self._span_embedder()
+        them stopped. A slice with windows to pool runs through the span embedder (confined when
+        so set: `_plan_windows` pools confined windows only from an embedder that confines)."""
+        spans = span_embedder(self.embedder)
+        confine = self._window_pooling() == "confined"
         progress = _ChunkProgress(self._emit, chunks, len(requests))
         vectors: list[np.ndarray] = []
         pooled: list[np.ndarray] = []
@@ -431,13 +436,10 @@ class Ingestor:
                 return None
             part = requests[start : start + EMBED_BATCH_CHUNKS]
             texts = [text for text, _ in part]
-            if spans is not None and self._window_pooling() == "confined":
-                part_vectors, part_windows = spans.embed_documents_with_spans(
-                    texts, [w for _, w in part], progress, confine=True
-                )
-            elif spans is not None:
-                part_vectors, part_windows = spans.embed_documents_with_spans(texts, [w for _, w in part], progress)
-            else:  # no windows to pool (`_plan_windows` queued them as texts)
+            windows = [w for _, w in part]
+            if spans is not None and any(windows):
+                part_vectors, part_windows = spans.embed_documents_with_spans(texts, windows, progress, confine=confine)
+            else:  # no windows to pool (`_plan_windows` queued them as texts, or there are none)
                 part_vectors, part_windows = self.embedder.embed_documents(texts, progress), [_NO_WINDOWS] * len(part)
             vectors.append(part_vectors)
             pooled.extend(part_windows)
@@ -447,23 +449,27 @@ class Ingestor:
     def _window_pooling(self) -> str:
         return "late" if self.settings.late_windows else self.settings.window_pooling
 
-    def _span_embedder(self) -> SpanEmbedder | None:
-        """The embedder when windows are to be pooled from their chunk's pass (`window_pooling`)
-        and it can; "confined" pooling also needs it to confine attention, else the windows are
-        embedded as texts (the nearer of the other two to confined windows' quality)."""
+    def _pools_windows(self, document: _Document) -> bool:
+        """Whether `document`'s windows are pooled from their chunk's pass rather than embedded
+        as texts: as `window_pooling` says, "auto" pooling them ("late") for a document of more
+        than `long_document_characters` (a book-length manual: late windows cost the chunks'
+        model time, separate ones 2.7x it; on documentation they rank as well, README). Never
+        from an embedder that cannot pool, nor "confined" from one that cannot confine."""
         pooling = self._window_pooling()
+        if pooling == "auto":
+            pooling = "late" if document.characters > self.settings.long_document_characters else "separate"
         embedder = span_embedder(self.embedder) if pooling != "separate" else None
         if pooling == "confined" and not getattr(embedder, "confines_windows", False):
-            return None
-        return embedder
+            return False
+        return embedder is not None
 
     def _plan_windows(self, pending: _Pending, collection: str) -> None:
         """Reuse the stored windows of unchanged chunks; queue the others' for embedding:
-        pooled from the chunk's pass when so set and the embedder can (`SpanEmbedder`), else as texts.
+        pooled from the chunk's pass when so set and the embedder can (`_pools_windows`), else as texts.
 
         Stored windows are reused when there are as many as the chunk needs now, since they
         come from the chunk's text alone (a chunk stored before windows existed has none)."""
-        late = self._span_embedder() is not None
+        late = self._pools_windows(pending.document)
         needed = {i: spans for i, chunk in enumerate(pending.chunks) if (spans := window_spans(chunk))}
         stored = self.store.windows_for_hashes(collection, [pending.chunks[i].content_hash for i in needed])
         for i, spans in needed.items():

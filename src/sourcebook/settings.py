@@ -63,12 +63,19 @@ class Settings(BaseSettings):
         True,
         description="also give each chunk's two-sentence windows vectors; vector search scores a chunk by its best",
     )
-    window_pooling: Literal["confined", "late", "separate"] = Field(
-        "separate",
-        description="how windows get vectors: 'separate' embeds each window as a text (about 3x the model time "
+    window_pooling: Literal["auto", "confined", "late", "separate"] = Field(
+        "auto",
+        description="how windows get vectors: 'separate' embeds each window as a text (about 2.7x the model time "
         "of the chunks alone); 'confined' pools them from the chunk's own model pass with each token attending "
-        "only to its window's neighbourhood (1.2x); 'late' from the plain pass (1x, lower on SciFact); an "
-        "embedder that cannot pool (a hosted API) embeds them as texts (README, The quality push)",
+        "only to its window's neighbourhood (1.2x); 'late' from the plain pass (1x, lower on SciFact); 'auto' "
+        "separate, but late for a document over long_document_characters; an embedder that cannot pool (a hosted "
+        "API) embeds them as texts (README, The quality push)",
+    )
+    long_document_characters: int = Field(
+        1_000_000,
+        ge=0,
+        description="with window_pooling 'auto', a document of more characters of text (a book-length manual, "
+        "about 300 pages) pools its windows ('late'), so that it ingests in minutes",
     )
     late_windows: bool = Field(False, description="deprecated: the same as window_pooling = 'late'")
 

@@ -70,7 +70,7 @@ class RetrievalReport:
 # them must not cost a re-index). Read with getattr so a setting renamed or dropped never breaks eval.
 INDEX_SETTINGS = (
     "embedding_model", "embedding_base_url", "chunk_max_tokens", "chunk_overlap", "vector_windows", "late_windows",
-    "window_pooling",
+    "window_pooling", "long_document_characters",
     "enrich_chunks", "enrich_llm",
 )
 
