@@ -10,7 +10,6 @@ import pytest
 from sourcebook import KnowledgeBase
 from sourcebook.answering.focus import Focus, missing_value, stated
 from sourcebook.answering.followups import is_generic, offline_follow_ups
-from sourcebook.answering.llm import capped
 from sourcebook.models import Hit, StoredChunk
 from sourcebook.retrieval import SearchOptions
 from sourcebook.reranking import FEATURES, LinearReranker, identifiers, named_entry, signature_names
@@ -102,14 +101,6 @@ def test_an_answer_searches_once_and_caps_and_tops_up_that_one_list(
     assert modes.count("hybrid") == 1  # the keyword searches after it check follow-ups
     assert len(hits) == manual_kb.settings.answer_sources
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-
-
-def test_capped_keeps_per_document_first_then_tops_up_in_pool_order() -> None:
-    pool = [Hit(rank, 1.0 / rank, StoredChunk(f"{doc}:{rank}", doc, "default", f"{doc}.md", doc, rank, "text", (), None, "")) for rank, doc in enumerate("aaabac", 1)]
-    picked = capped(pool, top_k=4, per_document=1)
-    assert [h.chunk.id for h in picked] == ["a:1", "b:4", "c:6", "a:2"]
-    assert [h.rank for h in picked] == [1, 2, 3, 4]
-    assert [h.chunk.id for h in capped(pool, top_k=2, per_document=2)] == ["a:1", "a:2"]
 
 
 def test_an_entry_answer_names_its_option_verbatim(manual_kb: KnowledgeBase) -> None:

@@ -46,8 +46,6 @@ from .rewrite import rewrite_question, search_rewritten
 CHARS_PER_TOKEN = 3
 # Room left in a local model's context for the prompt's instructions and the answer.
 RESERVED_TOKENS = 1500
-# How many times `top_k` an answer's one search reads before its per-document cap (`capped`).
-SOURCE_POOL = 4
 
 
 @dataclass(frozen=True)
@@ -135,14 +133,10 @@ class Answerer:
     def _sources_for(self, query: str, options: SearchOptions, vector: np.ndarray) -> list[Hit]:
         """The hits an answer is composed from: at most `per_document` of each document first, so
         several documents get a say, then topped up to `top_k` with the next best chunks of any
-        document. A knowledge base of one long document (a PDF manual) otherwise gave every answer
-        only `per_document` chunks, and the page that answers was often the third. One uncapped
-        search `SOURCE_POOL` times `top_k` deep serves both: the cap and the top-up read the same
-        ranked list, which a second search would only rank again."""
-        if not options.per_document:
-            return self._retriever.search(query, options, vector)
-        pool = replace(options, per_document=0, top_k=options.top_k * SOURCE_POOL)
-        return capped(self._retriever.search(query, pool, vector), options.top_k, options.per_document)
+        document (`SearchOptions.top_up`: one search, which caps and tops up the same ranked list).
+        A knowledge base of one long document (a PDF manual) otherwise gave every answer only
+        `per_document` chunks, and the page that answers was often the third."""
+        return self._retriever.search(query, replace(options, top_up=True), vector)
 
     def _extractive(self, query: str, hits: list[Hit], vector: np.ndarray) -> Answer:
         config = ExtractiveConfig(min_score=self._settings.answer_min_score, max_sentences=self._settings.answer_sentences)
@@ -269,22 +263,6 @@ class Answerer:
             return names_subject(subject, [hit.chunk for hit in hits])
 
         return answerable
-
-
-def capped(pool: list[Hit], top_k: int, per_document: int) -> list[Hit]:
-    """The first `top_k` hits of `pool` (best first) keeping at most `per_document` of each
-    document, then, when that is short of `top_k`, the next best of `pool` whatever their
-    document; in pool order, ranked from 1."""
-    counts: dict[str, int] = {}
-    first: list[Hit] = []
-    rest: list[Hit] = []
-    for hit in pool:
-        document = hit.chunk.document_id
-        kept = counts.get(document, 0) < per_document and len(first) < top_k
-        (first if kept else rest).append(hit)
-        counts[document] = counts.get(document, 0) + kept
-    chosen = first + rest[: top_k - len(first)]
-    return [replace(hit, rank=rank) for rank, hit in enumerate(chosen, 1)]
 
 
 class AnswerStream:
