@@ -311,3 +311,22 @@ def test_a_file_asked_for_is_looked_for_when_the_answer_names_none() -> None:
     assert wanted is not None and wanted("For web2c-based systems, change the settings in texmf.cnf.")
     assert not wanted("It can be increased, e.g. by setting the parameter.")
     assert missing_value(question, ["Change the settings in texmf.cnf."]) is None
+
+
+def _capped(ranked: list[Hit], top_k: int, per_document: int) -> list[str]:
+    counts: dict[str, int] = {}
+    first = []
+    for hit in ranked:
+        if counts.get(hit.chunk.document_id, 0) < per_document and len(first) < top_k:
+            counts[hit.chunk.document_id] = counts.get(hit.chunk.document_id, 0) + 1
+            first.append(hit.chunk.id)
+    return first + [hit.chunk.id for hit in ranked if hit.chunk.id not in first][: top_k - len(first)]
+
+
+def test_an_answer_takes_three_chunks_of_a_document_before_other_documents(example_kb: KnowledgeBase) -> None:
+    """The third entry of the page that answers outranks other pages' near misses (README, "Answers")."""
+    question = "How many days of annual leave do employees get, and can unused days be carried over?"
+    ranked = example_kb.search(question, top_k=50, per_document=0)
+    hits = [hit.chunk.id for hit in example_kb.ask(question).hits]
+    assert _capped(ranked, 5, 2) != _capped(ranked, 5, 3)  # the question tells the two caps apart
+    assert hits == _capped(ranked, 5, 3)
