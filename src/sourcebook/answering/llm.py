@@ -4,8 +4,8 @@
              -> extractive scoring of the retrieved sentences: below answer_min_score, or when the
                 calibrated probability that the documents hold an answer is below
                 answer_min_answerable (confidence.py), or when the question is set in something
-                no document names or names something no document holds (evidence.unknown_setting,
-                evidence.unknown_name), the answer abstains here and no LLM
+                no document names, names something no document holds, or uses words no document
+                does (evidence.unknown_setting, unknown_name, unknown_words), the answer abstains here and no LLM
                 is called; with no LLM configured this is the answer
              -> sources: the top chunks ("retrieval"), or every chunk of the documents in scope
                 when they fit the budget ("full-context"; "auto" picks)
@@ -35,7 +35,7 @@ from ..settings import AnswerMode, Settings
 from ..stores.base import DocumentStore, SearchStore
 from .citations import CitationChecker, cited_numbers
 from .confidence import ABSTAIN_BELOW, ConfidenceFeatures, answer_features, calibrate, quotes_what_was_asked
-from .evidence import unknown_name, unknown_setting
+from .evidence import unknown_name, unknown_setting, unknown_words
 from .extractive import ABSTENTION_TEXT, ExtractiveAnswerer, ExtractiveConfig
 from .followups import Answerable, llm_follow_ups, names_subject, offline_follow_ups
 from .fullcontext import full_context_sources
@@ -147,7 +147,7 @@ class Answerer:
     ) -> Answer:
         """`answer` with its calibrated confidence; with `gate`, an abstention when the documents
         probably hold no answer (an LLM's answer passed that gate as the extractive one before it).
-        `answer_min_answerable` 0 turns the whole gate off, the rules on unknown settings and names with it:
+        `answer_min_answerable` 0 turns the whole gate off, the rules on unknown settings, names and words with it:
         bench/calibrate_answers.py needs every answer the extractive answerer would give."""
         stats = self._store.term_statistics(query)
         features = answer_features(query, answer, vector, self._embedder, stats)
@@ -156,6 +156,7 @@ class Answerer:
         unlikely = calibrated.p_answerable < threshold and not quotes_what_was_asked(features)
         if gate and not answer.abstained and threshold > 0 and (
             unlikely or unknown_setting(query, stats, answer.hits) or unknown_name(query, stats, answer.hits)
+            or unknown_words(stats)
         ):
             answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
         return replace(answer, confidence=round(calibrated.p_correct, 4))
