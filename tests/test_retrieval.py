@@ -101,6 +101,28 @@ def test_a_picked_chunk_gone_before_the_fetch_falls_back_to_the_general_path(exa
     assert [hit.chunk.id for hit in hits] == expected
 
 
+def _topped_up(hits, top_k: int, per_document: int) -> list[str]:
+    first = _first_per_document(hits, top_k, per_document)
+    return first + [hit.chunk.id for hit in hits if hit.chunk.id not in first][: top_k - len(first)]
+
+
+@pytest.mark.parametrize("gone", [False, True])
+def test_top_up_fills_what_the_per_document_cap_leaves_with_the_next_best(example_kb, monkeypatch, gone):
+    """Nine documents at one chunk each leave 20 hits 11 short: the next best chunks of any
+    document follow, in one search, from the picked ids or (a chunk gone) the general path."""
+    everything = example_kb.search("leave policy", top_k=200, per_document=0)
+    store = example_kb._store
+    if gone:
+        missing = everything[0].chunk.id
+        everything = everything[1:]
+        real = store.get_chunks
+        monkeypatch.setattr(store, "get_chunks", lambda ids: {k: v for k, v in real(ids).items() if k != missing})
+    hits = example_kb._retriever.search("leave policy", SearchOptions(top_k=20, per_document=1, top_up=True))
+    assert len(_first_per_document(everything, 20, 1)) < 20
+    assert [hit.chunk.id for hit in hits] == _topped_up(everything, 20, 1)
+    assert [hit.rank for hit in hits] == list(range(1, 21))
+
+
 def test_hybrid_finds_what_each_retriever_finds_alone(example_kb):
     """An exact code only keyword search can match, and a paraphrase only vectors match."""
     exact = example_kb.search("harbor-db-replica-2", mode="hybrid", top_k=3)

@@ -22,7 +22,7 @@ a cross-encoder of the user's choice (crossencoder.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,6 +67,9 @@ class SearchOptions:
     """Hybrid and graph modes: reorder the first `rerank_candidates` by the offline reranker (reranking.py);
     off, only the entries the query names by an identifier move first."""
     rerank_candidates: int = 30
+    top_up: bool = False
+    """With `per_document`: when the cap leaves fewer than `top_k` hits, fill up with the next best
+    chunks of any document (answers: a one-document manual would otherwise give `per_document`)."""
 
     def __post_init__(self) -> None:
         if self.mode not in SEARCH_MODES:
@@ -241,7 +244,7 @@ class Retriever:
         by_graph = {item.chunk_id: item for item in graph}
         per_doc: dict[str, int] = {}
         hits: list[Hit] = []
-        picked = _picked_by_id(ranked, options.top_k, options.per_document) if options.per_document else None
+        picked = _picked_by_id(ranked, options.top_k, options.per_document, options.top_up) if options.per_document else None
         fetched: dict[str, StoredChunk] | None = None
         if picked is not None:
             # The hits chosen from the chunk ids alone: one fetch of top_k rows, not a window of
@@ -255,6 +258,7 @@ class Retriever:
             else:
                 fetched = None
         window = max(2 * options.top_k, 20)
+        capped: list[Hit] = []  # chunks the per-document cap skipped, best first, for the top-up
         for start in range(0, len(ranked), window):
             # Fetch chunk rows a window at a time: most searches need only the first.
             batch = ranked[start : start + window]
@@ -264,38 +268,46 @@ class Retriever:
                 if chunk is None:  # deleted between the search and the fetch
                     continue
                 seen = per_doc.get(chunk.document_id, 0)
-                if options.per_document and seen >= options.per_document:
+                skipped = bool(options.per_document) and seen >= options.per_document
+                if skipped and not (options.top_up and len(capped) < options.top_k):
+                    continue
+                kw, vec, gr = by_keyword.get(chunk_id), by_vector.get(chunk_id), by_graph.get(chunk_id)
+                hit = Hit(
+                    rank=len(hits) + 1,
+                    score=float(score),
+                    chunk=chunk,
+                    keyword_rank=kw.rank if kw else None,
+                    keyword_score=kw.score if kw else None,
+                    vector_rank=vec.rank if vec else None,
+                    vector_score=vec.score if vec else None,
+                    graph_rank=gr.rank if gr else None,
+                    graph_score=gr.score if gr else None,
+                )
+                if skipped:
+                    capped.append(hit)
                     continue
                 per_doc[chunk.document_id] = seen + 1
-                kw, vec, gr = by_keyword.get(chunk_id), by_vector.get(chunk_id), by_graph.get(chunk_id)
-                hits.append(
-                    Hit(
-                        rank=len(hits) + 1,
-                        score=float(score),
-                        chunk=chunk,
-                        keyword_rank=kw.rank if kw else None,
-                        keyword_score=kw.score if kw else None,
-                        vector_rank=vec.rank if vec else None,
-                        vector_score=vec.score if vec else None,
-                        graph_rank=gr.rank if gr else None,
-                        graph_score=gr.score if gr else None,
-                    )
-                )
+                hits.append(hit)
                 if len(hits) == options.top_k:
                     return hits
-        return hits
+        extra = capped[: options.top_k - len(hits)]
+        return hits + [replace(hit, rank=rank) for rank, hit in enumerate(extra, len(hits) + 1)]
 
 
-def _picked_by_id(ranked: list[tuple[str, float]], top_k: int, per_document: int) -> list[tuple[str, float]]:
+def _picked_by_id(ranked: list[tuple[str, float]], top_k: int, per_document: int, top_up: bool) -> list[tuple[str, float]]:
     """The first `top_k` of `ranked` keeping at most `per_document` chunks of each document,
-    the document read from each chunk id (`stores.common.document_of`)."""
+    the document read from each chunk id (`stores.common.document_of`); with `top_up`, then the
+    next best of the rest up to `top_k`, after them."""
     counts: dict[str, int] = {}
     picked: list[tuple[str, float]] = []
+    skipped: list[tuple[str, float]] = []
     for chunk_id, score in ranked:
         document = document_of(chunk_id)
         if counts.get(document, 0) < per_document:
             counts[document] = counts.get(document, 0) + 1
             picked.append((chunk_id, score))
             if len(picked) == top_k:
-                break
-    return picked
+                return picked
+        elif top_up and len(skipped) < top_k:
+            skipped.append((chunk_id, score))
+    return picked + skipped[: top_k - len(picked)]

@@ -7,7 +7,9 @@ import math
 
 import pytest
 
-from sourcebook.answering.evidence import missing_name_rarity, question_names, unknown_name, unknown_setting
+from sourcebook.answering.evidence import (
+    UNKNOWN_WORDS_MIN_CHUNKS, missing_name_rarity, question_names, unknown_name, unknown_setting, unknown_words,
+)
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
 
@@ -134,3 +136,15 @@ def test_a_name_no_retrieved_chunk_writes_and_few_chunks_hold_is_unknown() -> No
     # a plain word is not a name, however absent; nor is the capital that opens the question
     assert unknown_name("Where are dangling commits kept?", TermStatistics(9, {"dangl": 0, "commit": 5, "kept": 0}), ()) == ()
     assert unknown_name("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()
+
+
+def test_two_words_no_chunk_of_a_manual_holds_are_unknown() -> None:
+    monitor = {"enabl": 30, "built": 20, "file": 600, "system": 90, "monitor": 0, "daemon": 0, "speed": 5, "git": 1317, "statu": 80}
+    assert unknown_words(TermStatistics(1324, monitor)) == ("monitor", "daemon")
+    # one absent word is often paraphrase ("a removable drive")
+    drive = {"prevent": 9, "link": 50, "worktre": 30, "remov": 40, "drive": 0, "prune": 12}
+    assert unknown_words(TermStatistics(1324, drive)) == ()
+    # a small knowledge base lacks ordinary words by chance
+    meantime = {"push": 3, "lose": 0, "commit": 2, "somebodi": 0, "els": 1, "meantim": 0}
+    assert unknown_words(TermStatistics(6, meantime)) == ()
+    assert unknown_words(TermStatistics(UNKNOWN_WORDS_MIN_CHUNKS, meantime)) == ("lose", "somebodi", "meantim")

@@ -10,7 +10,8 @@ import pytest
 from sourcebook import KnowledgeBase
 from sourcebook.answering.focus import Focus, missing_value, stated
 from sourcebook.answering.followups import is_generic, offline_follow_ups
-from sourcebook.models import StoredChunk
+from sourcebook.models import Hit, StoredChunk
+from sourcebook.retrieval import SearchOptions
 from sourcebook.reranking import FEATURES, LinearReranker, identifiers, named_entry, signature_names
 
 # A DocBook-style configuration chapter: neighbouring parameters whose definitions look alike
@@ -81,6 +82,25 @@ def test_an_answer_draws_on_answer_sources_chunks_from_few_documents(manual_kb: 
     assert len(hits) == manual_kb.settings.answer_sources == 5
     assert len({h.chunk.id for h in hits}) == 5
     assert [h.rank for h in hits] == sorted(h.rank for h in hits)
+
+
+def test_an_answer_searches_once_and_caps_and_tops_up_that_one_list(
+    manual_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The top-up was a second, uncapped search ranking the same candidates again."""
+    retriever = manual_kb._retriever
+    modes: list[str] = []
+    search = retriever.search
+
+    def counted(query: str, options: SearchOptions, *rest: object) -> list[Hit]:
+        modes.append(options.mode)
+        return search(query, options, *rest)
+
+    monkeypatch.setattr(retriever, "search", counted)
+    hits = manual_kb.ask("What is the default value of max_clients?").hits
+    assert modes.count("hybrid") == 1  # the keyword searches after it check follow-ups
+    assert len(hits) == manual_kb.settings.answer_sources
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
 
 
 def test_an_entry_answer_names_its_option_verbatim(manual_kb: KnowledgeBase) -> None:
@@ -291,3 +311,22 @@ def test_a_file_asked_for_is_looked_for_when_the_answer_names_none() -> None:
     assert wanted is not None and wanted("For web2c-based systems, change the settings in texmf.cnf.")
     assert not wanted("It can be increased, e.g. by setting the parameter.")
     assert missing_value(question, ["Change the settings in texmf.cnf."]) is None
+
+
+def _capped(ranked: list[Hit], top_k: int, per_document: int) -> list[str]:
+    counts: dict[str, int] = {}
+    first = []
+    for hit in ranked:
+        if counts.get(hit.chunk.document_id, 0) < per_document and len(first) < top_k:
+            counts[hit.chunk.document_id] = counts.get(hit.chunk.document_id, 0) + 1
+            first.append(hit.chunk.id)
+    return first + [hit.chunk.id for hit in ranked if hit.chunk.id not in first][: top_k - len(first)]
+
+
+def test_an_answer_takes_three_chunks_of_a_document_before_other_documents(example_kb: KnowledgeBase) -> None:
+    """The third entry of the page that answers outranks other pages' near misses (README, "Answers")."""
+    question = "How many days of annual leave do employees get, and can unused days be carried over?"
+    ranked = example_kb.search(question, top_k=50, per_document=0)
+    hits = [hit.chunk.id for hit in example_kb.ask(question).hits]
+    assert _capped(ranked, 5, 2) != _capped(ranked, 5, 3)  # the question tells the two caps apart
+    assert hits == _capped(ranked, 5, 3)

@@ -53,6 +53,16 @@ no answerable one; with the rarity bound the rule holds for 19 of them. The boun
 subject of the knowledge base ("Git", "LaTeX" in "...in LaTeX?" over a LaTeX package's manual),
 which a retrieved chunk need not repeat. Unlike an identifier (the rule tried and not
 kept in the README: "queue-like", "one-line"), a capitalised name is not ordinary prose.
+
+A third rule, `unknown_words`: at least `UNKNOWN_WORDS` of the question's words occur in no chunk
+of a knowledge base of at least `UNKNOWN_WORDS_MIN_CHUNKS` chunks ("file system *monitor*
+*daemon*" over Git's manual pages, "*bibliography* with *biblatex*" over microtype's manual). One
+absent word is often paraphrase ("removable *drive*", "is it *dangerous*", "passing them
+*positionally*": answerable questions over gitdoc, valgrind and pydocs); two were in 7 of the 34
+unanswerable dev questions of gitdoc, microtype and valgrind and in none of their 80 answerable
+ones nor of the 60 pydocs queries. In a small knowledge base ordinary words are absent by chance
+(a six-chunk page lacks "losing", "somebody" and "meantime" of a question it answers), so the rule
+waits for a manual's vocabulary: 200 chunks is about a 40-page manual (microtype's 37 pages make 205).
 """
 
 from __future__ import annotations
@@ -69,6 +79,10 @@ _WORD = re.compile(r"\w+")
 UNKNOWN_NAME_RARITY = 0.5
 """How rare a name's word must be for `unknown_name` (`TermStatistics.rarity`): 0.5 is a word held
 by about 25 of 1,300 chunks or 17 of 600; the subject of the knowledge base is far below."""
+UNKNOWN_WORDS = 2
+"""How many of the question's words no chunk holds make `unknown_words` abstain."""
+UNKNOWN_WORDS_MIN_CHUNKS = 200
+"""The smallest knowledge base `unknown_words` reads: below it, absent words are chance."""
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
 # The question's closing prepositional phrase, after its last "with", "on", "in", ... (not its
@@ -158,3 +172,11 @@ def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -
     retrieved = [chunk_text(hit) for hit in hits]
     unwritten = [name for name in _COMPOUND.findall(match.group(1)) if not _written(name.lower(), retrieved)]
     return (*(term for term in setting if counts[term] == 0), *unwritten)
+
+
+def unknown_words(stats: TermStatistics) -> tuple[str, ...]:
+    """The question's terms no chunk of the knowledge base holds, when there are at least
+    `UNKNOWN_WORDS` of them and the knowledge base has at least `UNKNOWN_WORDS_MIN_CHUNKS` chunks;
+    else (). `stats` is the knowledge base's `term_statistics(question)`."""
+    absent = tuple(term for term, count in stats.frequencies.items() if count == 0)
+    return absent if len(absent) >= UNKNOWN_WORDS and stats.chunks >= UNKNOWN_WORDS_MIN_CHUNKS else ()

@@ -4,8 +4,8 @@
              -> extractive scoring of the retrieved sentences: below answer_min_score, or when the
                 calibrated probability that the documents hold an answer is below
                 answer_min_answerable (confidence.py), or when the question is set in something
-                no document names or names something no document holds (evidence.unknown_setting,
-                evidence.unknown_name), the answer abstains here and no LLM
+                no document names, names something no document holds, or uses words no document
+                does (evidence.unknown_setting, unknown_name, unknown_words), the answer abstains here and no LLM
                 is called; with no LLM configured this is the answer
              -> sources: the top chunks ("retrieval"), or every chunk of the documents in scope
                 when they fit the budget ("full-context"; "auto" picks)
@@ -35,7 +35,7 @@ from ..settings import AnswerMode, Settings
 from ..stores.base import DocumentStore, SearchStore
 from .citations import CitationChecker, cited_numbers
 from .confidence import ABSTAIN_BELOW, ConfidenceFeatures, answer_features, calibrate, quotes_what_was_asked
-from .evidence import unknown_name, unknown_setting
+from .evidence import unknown_name, unknown_setting, unknown_words
 from .extractive import ABSTENTION_TEXT, ExtractiveAnswerer, ExtractiveConfig
 from .followups import Answerable, llm_follow_ups, names_subject, offline_follow_ups
 from .fullcontext import full_context_sources
@@ -133,15 +133,10 @@ class Answerer:
     def _sources_for(self, query: str, options: SearchOptions, vector: np.ndarray) -> list[Hit]:
         """The hits an answer is composed from: at most `per_document` of each document first, so
         several documents get a say, then topped up to `top_k` with the next best chunks of any
-        document. A knowledge base of one long document (a PDF manual) otherwise gave every answer
-        only `per_document` chunks, and the page that answers was often the third."""
-        hits = self._retriever.search(query, options, vector)
-        if not options.per_document or len(hits) >= options.top_k:
-            return hits
-        taken = {hit.chunk.id for hit in hits}
-        more = self._retriever.search(query, replace(options, per_document=0), vector)
-        extra = [hit for hit in more if hit.chunk.id not in taken][: options.top_k - len(hits)]
-        return hits + [replace(hit, rank=rank) for rank, hit in enumerate(extra, len(hits) + 1)]
+        document (`SearchOptions.top_up`: one search, which caps and tops up the same ranked list).
+        A knowledge base of one long document (a PDF manual) otherwise gave every answer only
+        `per_document` chunks, and the page that answers was often the third."""
+        return self._retriever.search(query, replace(options, top_up=True), vector)
 
     def _extractive(self, query: str, hits: list[Hit], vector: np.ndarray) -> Answer:
         config = ExtractiveConfig(min_score=self._settings.answer_min_score, max_sentences=self._settings.answer_sentences)
@@ -152,7 +147,7 @@ class Answerer:
     ) -> Answer:
         """`answer` with its calibrated confidence; with `gate`, an abstention when the documents
         probably hold no answer (an LLM's answer passed that gate as the extractive one before it).
-        `answer_min_answerable` 0 turns the whole gate off, the rules on unknown settings and names with it:
+        `answer_min_answerable` 0 turns the whole gate off, the rules on unknown settings, names and words with it:
         bench/calibrate_answers.py needs every answer the extractive answerer would give."""
         stats = self._store.term_statistics(query)
         features = answer_features(query, answer, vector, self._embedder, stats)
@@ -161,6 +156,7 @@ class Answerer:
         unlikely = calibrated.p_answerable < threshold and not quotes_what_was_asked(features)
         if gate and not answer.abstained and threshold > 0 and (
             unlikely or unknown_setting(query, stats, answer.hits) or unknown_name(query, stats, answer.hits)
+            or unknown_words(stats)
         ):
             answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
         return replace(answer, confidence=round(calibrated.p_correct, 4))
