@@ -138,8 +138,9 @@ def test_confined_windows_cost_no_model_run_and_keep_the_chunk_vector_near(embed
     assert pooled[0].shape == (3, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)
     plain = embedder.embed_documents([LONG, "no windows here"])
     # A text without windows runs as it always did; at int8 its vector still moves with its batch
-    # (the last layer's QAttention shares one input scale with the window rows: cosine 0.9977).
-    assert float(vectors[1] @ plain[1]) > (0.995 if embedder.batch_dependent else 1 - 1e-6)
+    # (the last layer's QAttention and dynamic MatMuls share one input scale with the window rows:
+    # cosine 0.9913 at INT8_VERSION 4, 0.9977 at 3).
+    assert float(vectors[1] @ plain[1]) > (0.99 if embedder.batch_dependent else 1 - 1e-6)
     assert 0.9 < float(vectors[0] @ plain[0]) < 0.9999  # the chunk's own vector: near, not the same
 
 

@@ -49,22 +49,22 @@ def test_matches_sentence_transformers(fp32):
 
 def test_int8_vectors_stay_close_to_fp32(embedder, fp32):
     """int8 weights (`embedding_precision`); its vectors are another model's (never mixed with fp32's).
-    INT8_VERSION 3 gives these short texts cosine 0.9965 at worst (SciFact abstracts 0.9986 on
-    average); its gate was full SciFact nDCG@10 (README "Embedding speed")."""
+    INT8_VERSION 4 gives these short texts cosine 0.9923 at worst (INT8_VERSION 3: 0.9965; SciFact
+    abstracts 0.9977 on average); its gate was full SciFact nDCG@10 (README "Embedding speed")."""
     texts = REFERENCE["texts"] + ["Staff receive 25 days of paid annual leave.", "The server runs PostgreSQL 15."]
     cosines = np.sum(embedder.embed_documents(texts) * fp32.embed_documents(texts), axis=1)
-    assert cosines.min() > 0.995
+    assert cosines.min() > 0.99
     assert embedder.name == fp32.name + "@int8"
 
 
 def test_int8_kernels_survive_optimization(tmp_path):
     """Every projection runs on 8-bit weights, also after onnxruntime's optimizer: none is turned
-    back into an fp32 MatMul or Attention. INT8_VERSION 3: each layer's Attention is QAttention and
-    its output projection dynamic int8 (DynamicQuantizeMatMul once fused), its two FFN MatMuls
-    MatMulNBits at accuracy_level 4 (bert_onnx.quantize_int8 says why)."""
+    back into an fp32 MatMul or Attention. INT8_VERSION 4: each layer's Attention is QAttention, its
+    attention output and FFN input projections dynamic int8 (DynamicQuantizeMatMul once fused), its
+    FFN output MatMul MatMulNBits at accuracy_level 4 (bert_onnx.quantize_int8 says why)."""
     graph = _bert_graph(_bundled_minilm_dir(), "int8")
     built = Counter(node.op_type for node in onnx.load(graph).graph.node)
-    assert (built["QAttention"], built["MatMulInteger"], built["MatMulNBits"]) == (6, 6, 12)
+    assert (built["QAttention"], built["MatMulInteger"], built["MatMulNBits"]) == (6, 12, 6)
     assert built["MatMul"] == built["Attention"] == 0
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
@@ -72,7 +72,7 @@ def test_int8_kernels_survive_optimization(tmp_path):
     ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
     optimized = onnx.load(options.optimized_model_filepath).graph.node
     kinds = Counter(node.op_type for node in optimized)
-    assert (kinds["QAttention"], kinds["DynamicQuantizeMatMul"], kinds["MatMulNBits"]) == (6, 6, 12)
+    assert (kinds["QAttention"], kinds["DynamicQuantizeMatMul"], kinds["MatMulNBits"]) == (6, 12, 6)
     assert set(kinds).isdisjoint({"MatMul", "Attention", "DequantizeLinear"})
     levels = {attr.i for node in optimized if node.op_type == "MatMulNBits" for attr in node.attribute if attr.name == "accuracy_level"}
     assert levels == {4}
@@ -92,15 +92,15 @@ def test_truncates_at_the_model_limit(embedder):
 
 def test_batching_keeps_order_and_values(embedder, fp32):
     """fp32 vectors do not depend on the batch; int8 ones a little (QAttention and the dynamic
-    MatMuls quantize their input with one scale per run: cosine 0.9968 at worst here), which is
-    why an int8 model's queries are embedded one at a time (retrieval.py)."""
+    MatMuls quantize their input with one scale per run: cosine 0.9880 at worst here, 0.9968 at
+    INT8_VERSION 3), which is why an int8 model's queries are embedded one at a time (retrieval.py)."""
     texts = [f"sentence number {i} " * (i % 7 + 1) for i in range(40)]
     batched = fp32.embed_documents(texts)
     single = np.stack([fp32.embed_query(t) for t in texts])
     assert np.allclose(batched, single, atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     quantized = embedder.embed_documents(texts)
-    assert np.sum(quantized * np.stack([embedder.embed_query(t) for t in texts]), axis=1).min() > 0.995
+    assert np.sum(quantized * np.stack([embedder.embed_query(t) for t in texts]), axis=1).min() > 0.985
 
 
 def test_batches_are_cut_by_token_count(embedder):
