@@ -37,6 +37,7 @@ from psycopg import sql
 from ...errors import StoreError
 from ..sql.migrations import Migration, MigrationReport
 from .keyword_stats import BACKFILL, COUNTING, INDEXES, STATISTICS_TABLES, TABLE_COLUMNS
+from .keywords import IMPACT_INDEX
 
 RLS_ROLE = "sourcebook_rls"
 TENANT_SETTING = "sourcebook.tenant"
@@ -374,6 +375,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             *INDEXES, *COUNTING, *BACKFILL,
         ),
         about="BM25's chunk count, length sum and document frequencies as counter rows (keyword_stats.py)",
+    ),
+    Migration(
+        "keyword_impact_order",
+        (IMPACT_INDEX,),
+        about="each term's postings by BM25 term weight, so a query reads only its terms' heads (keywords.py)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
