@@ -121,7 +121,8 @@ def impact_sql(head: int, rescored: int) -> str:
     ``heads``: each term's `head` postings of highest `IMPACT` (an index-only scan of
     ``chunk_terms_impact``); ``partial``: the `rescored` * k chunks of highest sum of the
     weights read; ``missing``: their postings of the terms whose head was cut (more than
-    `head` chunks hold the term) and left them out, looked up by the postings' primary key.
+    `head` chunks hold the term) and left them out, looked up by the postings' primary key
+    (chunk by chunk: OFFSET 0 keeps the planner from joining whole terms' postings instead).
     """
     return f"""
         WITH {_IDF},
@@ -135,9 +136,9 @@ def impact_sql(head: int, rescored: int) -> str:
             GROUP BY h.chunk_seq ORDER BY score DESC, h.chunk_seq LIMIT {int(rescored)} * %s),
         missing AS (
             SELECT m.chunk_seq, sum({weight('p')}) AS score
-            FROM partial m JOIN idf ON idf.df > {int(head)} AND idf.term <> ALL(m.seen)
-            JOIN chunk_terms p ON p.term = idf.term AND p.chunk_seq = m.chunk_seq CROSS JOIN totals
-            GROUP BY m.chunk_seq),
+            FROM partial m JOIN idf ON idf.df > {int(head)} AND idf.term <> ALL(m.seen) CROSS JOIN LATERAL (
+                SELECT tf, length FROM chunk_terms WHERE term = idf.term AND chunk_seq = m.chunk_seq OFFSET 0) p
+            CROSS JOIN totals GROUP BY m.chunk_seq),
         scored AS (
             SELECT m.chunk_seq, m.score + coalesce(x.score, 0) AS score
             FROM partial m LEFT JOIN missing x ON x.chunk_seq = m.chunk_seq
