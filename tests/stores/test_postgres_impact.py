@@ -74,16 +74,16 @@ def test_a_frequent_term_reads_its_head_not_every_posting(
     migrated_postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """"alpha" is in all 90 chunks; with heads of 5 the query reads at most 5 postings per term
-    and the few the best chunks' heads left out, where the exhaustive statement reads 90."""
+    and each term's postings of the at most 10 chunks the heads name, where the exhaustive
+    statement reads 90."""
     monkeypatch.setattr(keywords, "HEAD", 5)
-    monkeypatch.setattr(keywords, "RESCORED", 2)
     with PostgresStore(migrated_postgres_dsn) as store:
         fill(store, 30, seed=1)
         analyze(migrated_postgres_dsn)
         terms, k = query_terms("alpha beta"), 3
         read, indexes = postings_read(store, *keywords.keyword_statement(terms, k, EVERYTHING))
         assert "chunk_terms_impact" in indexes
-        assert read <= 5 * len(terms) + 2 * k * len(terms)
+        assert read <= 5 * len(terms) + 5 * len(terms) * len(terms)
         everything, _ = postings_read(store, keywords.keyword_sql(""), (terms, k))
         assert everything >= 90
 
@@ -91,8 +91,8 @@ def test_a_frequent_term_reads_its_head_not_every_posting(
 def test_hits_carry_exact_scores_and_full_heads_are_the_exhaustive_ranking(
     migrated_postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With heads cut short, every hit's score is its exact BM25 score (the chunks left out of
-    a head looked up); with heads that hold every posting, ids, order and scores are the
+    """With heads cut short, every hit's score is its exact BM25 score (every query term's
+    postings of the chunks the heads name read); with heads that hold every posting, ids, order and scores are the
     exhaustive statement's."""
     with PostgresStore(migrated_postgres_dsn) as store:
         fill(store, 20, seed=2)

@@ -9,12 +9,11 @@ instead of scanning every chunk, and no shared statistics row serialises writers
 Why two statements: summing every posting of the query's terms (`keyword_sql`) costs time in
 proportion to the corpus (59k postings per query at 100k chunks, 228k at most). An unfiltered
 query instead reads each term's `HEAD` postings of highest BM25 term weight from the
-``chunk_terms_impact`` index (`impact_sql`), ranks the chunks they name by the weights read,
-and scores the best of them exactly, looking up the postings their heads left out. A term of
-`HEAD` postings or fewer is read whole, so a query of only such terms is exact; with frequent
-terms the top hits are the exhaustive statement's at the recall README "Postgres keyword
-search at scale" measures. A filtered query keeps the exhaustive statement: a head of a term
-need not hold a chunk the filter lets through.
+``chunk_terms_impact`` index (`impact_sql`) and scores every chunk they name exactly, with all
+the query's terms. A term of `HEAD` postings or fewer is read whole, so a query of only such
+terms is exact; a chunk in no term's head is not found, which README "Postgres keyword search
+at scale" measures as recall against the exhaustive statement. A filtered query keeps the
+exhaustive statement: a term's head need not hold a chunk the filter lets through.
 """
 
 from __future__ import annotations
@@ -30,13 +29,11 @@ from .keyword_stats import STATISTICS_CTE
 
 HEAD = 1000
 """Postings read per query term, highest impact first (README: recall against exhaustive)."""
-RESCORED = 2
-"""Chunks scored exactly per hit asked for: the best `RESCORED * k` by the weights the heads gave."""
-REFERENCE_LENGTH = 160
+REFERENCE_LENGTH = 130
 """The mean chunk length (terms) the impact order assumes. The order is BM25's term weight
 under this mean, not the tenant's live one (an index expression must be immutable); the
 exact score of a hit uses the live mean. Chunks of at most 256 model tokens (settings'
-chunk_max_tokens) measured a mean of about this many terms."""
+chunk_max_tokens) measured a mean of 130 terms (bench/scale.py's 100k SciFact-derived chunks)."""
 IMPACT = f"(tf::float8 / (tf::float8 + {K1 * (1 - B)!r} + {K1 * B / REFERENCE_LENGTH!r} * length::float8))"
 """A posting's BM25 term weight over (k1 + 1), with `REFERENCE_LENGTH` for the mean length:
 the order of ``chunk_terms_impact`` (schema.py), and the ORDER BY that reads it."""
@@ -44,6 +41,9 @@ IMPACT_INDEX = (
     f"CREATE INDEX IF NOT EXISTS chunk_terms_impact ON chunk_terms (tenant, term, ({IMPACT}) DESC) "
     "INCLUDE (chunk_seq, tf, length)"
 )
+"""tf and length are included although a head reads only chunk_seq: without them in the index the
+planner cannot read the ORDER BY's expression from it (no index-only scan), and it measured
+sorting every posting of the term off the primary key instead."""
 
 
 def weight(p: str) -> str:
@@ -82,11 +82,11 @@ class PostgresKeywords(SharedSql):
 
 def keyword_statement(terms: list[str], k: int, filters: SearchFilter) -> tuple[str, tuple[Any, ...]]:
     """The statement `keyword_search` runs and its parameters: `impact_sql` unless filtered,
-    with heads of at least `RESCORED` * k postings (so a one-term query has k hits to give)."""
+    with heads of at least k postings (so a one-term query has k hits to give)."""
     where, params = filter_sql(filters)
     if where:
         return keyword_sql(where), (terms, *params, k)
-    return impact_sql(max(HEAD, RESCORED * k), RESCORED), (terms, k, k)
+    return impact_sql(max(HEAD, k)), (terms, k)
 
 
 _IDF = f"""{STATISTICS_CTE},
@@ -114,33 +114,27 @@ def keyword_sql(where: str) -> str:
         {_HITS}"""
 
 
-def impact_sql(head: int, rescored: int) -> str:
-    """BM25 of the chunks the query terms' heads name (parameters: query terms, k, k): the same
+def impact_sql(head: int) -> str:
+    """BM25 of the chunks the query terms' heads name (parameters: query terms, k): the same
     scores as `keyword_sql` for the chunks it returns.
 
     ``heads``: each term's `head` postings of highest `IMPACT` (an index-only scan of
-    ``chunk_terms_impact``); ``partial``: the `rescored` * k chunks of highest sum of the
-    weights read; ``missing``: their postings of the terms whose head was cut (more than
-    `head` chunks hold the term) and left them out, looked up by the postings' primary key
-    (chunk by chunk: OFFSET 0 keeps the planner from joining whole terms' postings instead).
+    ``chunk_terms_impact``); ``named``: the chunks they name, sorted; ``postings``: every
+    query term's postings of those chunks, read by one scan of the postings' primary key per
+    term with ``chunk_seq = ANY`` (a btree skips between the chunks asked for, so the scan
+    reads at most the leaf pages those chunks are on, however many postings the term has);
+    OFFSET 0 keeps the planner from joining the whole terms' postings instead.
     """
     return f"""
         WITH {_IDF},
-        heads AS (
-            SELECT idf.term, h.chunk_seq, h.tf, h.length FROM idf CROSS JOIN LATERAL (
-                SELECT chunk_seq, tf, length FROM chunk_terms WHERE term = idf.term
+        named AS MATERIALIZED (
+            SELECT array_agg(DISTINCT h.chunk_seq ORDER BY h.chunk_seq) AS seqs FROM idf CROSS JOIN LATERAL (
+                SELECT chunk_seq FROM chunk_terms WHERE term = idf.term
                 ORDER BY {IMPACT} DESC LIMIT {int(head)}) h),
-        partial AS MATERIALIZED (
-            SELECT h.chunk_seq, sum({weight('h')}) AS score, array_agg(h.term) AS seen
-            FROM heads h JOIN idf ON idf.term = h.term CROSS JOIN totals
-            GROUP BY h.chunk_seq ORDER BY score DESC, h.chunk_seq LIMIT {int(rescored)} * %s),
-        missing AS (
-            SELECT m.chunk_seq, sum({weight('p')}) AS score
-            FROM partial m JOIN idf ON idf.df > {int(head)} AND idf.term <> ALL(m.seen) CROSS JOIN LATERAL (
-                SELECT tf, length FROM chunk_terms WHERE term = idf.term AND chunk_seq = m.chunk_seq OFFSET 0) p
-            CROSS JOIN totals GROUP BY m.chunk_seq),
         scored AS (
-            SELECT m.chunk_seq, m.score + coalesce(x.score, 0) AS score
-            FROM partial m LEFT JOIN missing x ON x.chunk_seq = m.chunk_seq
-            ORDER BY score DESC, m.chunk_seq LIMIT %s)
+            SELECT p.chunk_seq, sum({weight('p')}) AS score
+            FROM idf CROSS JOIN named CROSS JOIN LATERAL (
+                SELECT chunk_seq, tf, length FROM chunk_terms
+                WHERE term = idf.term AND chunk_seq = ANY(named.seqs) OFFSET 0) p CROSS JOIN totals
+            GROUP BY p.chunk_seq ORDER BY score DESC, p.chunk_seq LIMIT %s)
         {_HITS}"""
