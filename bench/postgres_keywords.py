@@ -77,7 +77,8 @@ def ids(store: PostgresStore, query: str, k: int) -> list[str]:
 
 def heads_sweep(store: PostgresStore, queries: list[str], heads: list[int]) -> dict[str, Any]:
     """Per head size: recall at 10 and at `POOL` of the exhaustive statement's hits, the share of
-    queries whose top 10 is the same list, and the store's keyword_search time (k = `POOL`),
+    queries whose top 10 is the same list (and the same set: chunks of equal score may swap,
+    their sums added in another order), and the store's keyword_search time (k = `POOL`),
     alternating query by query with the exhaustive statement's."""
     report: dict[str, Any] = {}
     for head in heads:
@@ -85,7 +86,7 @@ def heads_sweep(store: PostgresStore, queries: list[str], heads: list[int]) -> d
         times: dict[str, list[float]] = {v: [] for v in VARIANTS}
         found = {10: 0, POOL: 0}
         expected = {10: 0, POOL: 0}
-        identical = 0
+        identical = same_set = 0
         for i, query in enumerate(queries):
             lists = {}
             for variant in (list(VARIANTS) if i % 2 == 0 else list(reversed(VARIANTS))):
@@ -97,10 +98,12 @@ def heads_sweep(store: PostgresStore, queries: list[str], heads: list[int]) -> d
                 found[at] += len(set(exact[:at]) & set(ours[:at]))
                 expected[at] += len(exact[:at])
             identical += exact[:10] == ours[:10]
+            same_set += set(exact[:10]) == set(ours[:10])
         report[str(head)] = {
             "recall@10": round(found[10] / max(expected[10], 1), 4),
             f"recall@{POOL}": round(found[POOL] / max(expected[POOL], 1), 4),
             "top10_identical": round(identical / len(queries), 4),
+            "top10_same_set": round(same_set / len(queries), 4),  # order aside: ties sum in another order
             "ms": {variant: summary(values) for variant, values in times.items()},
         }
     pg_keywords.keyword_statement = VARIANTS["impact"]  # type: ignore[assignment]
