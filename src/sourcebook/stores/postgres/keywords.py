@@ -27,7 +27,7 @@ from ..sql.base import SharedSql
 from .filters import filter_sql
 from .keyword_stats import STATISTICS_CTE
 
-HEAD = 1000
+HEAD = 2000
 """Postings read per query term, highest impact first (README: recall against exhaustive)."""
 REFERENCE_LENGTH = 130
 """The mean chunk length (terms) the impact order assumes. The order is BM25's term weight
