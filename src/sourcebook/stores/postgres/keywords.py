@@ -118,12 +118,12 @@ def impact_sql(head: int) -> str:
     """BM25 of the chunks the query terms' heads name (parameters: query terms, k): the same
     scores as `keyword_sql` for the chunks it returns.
 
-    ``heads``: each term's `head` postings of highest `IMPACT` (an index-only scan of
-    ``chunk_terms_impact``); ``named``: the chunks they name, sorted; ``postings``: every
-    query term's postings of those chunks, read by one scan of the postings' primary key per
-    term with ``chunk_seq = ANY`` (a btree skips between the chunks asked for, so the scan
-    reads at most the leaf pages those chunks are on, however many postings the term has);
-    OFFSET 0 keeps the planner from joining the whole terms' postings instead.
+    ``named``: the chunks (sorted) of each term's `head` postings of highest `IMPACT` (``h``,
+    an index-only scan of ``chunk_terms_impact``); ``scored``: every query term's postings of
+    those chunks (``p``), read by one scan of the postings' primary key per term with
+    ``chunk_seq = ANY`` (a btree skips between the chunks asked for, so the scan reads at most
+    the leaf pages those chunks are on, however many postings the term has); OFFSET 0 keeps
+    the planner from joining the whole terms' postings instead.
     """
     return f"""
         WITH {_IDF},
