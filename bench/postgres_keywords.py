@@ -1,19 +1,22 @@
-"""Postgres keyword search at scale: BM25 statistics from counter rows against counting them live.
+"""Postgres keyword search at scale: each query term's head of impact-ordered postings against
+every posting of its terms.
 
-Why: until migration keyword_statistics a Postgres keyword query counted the tenant's chunks
-and their mean length (a scan of every chunk row) and each term's postings, per query; now it
-sums small counter rows (stores/postgres/keyword_stats.py). This measures both statements on
-the same database, the same queries, in one process, interleaved query by query (so load on
-the shared machine falls on both alike), and checks that they return the same top 10.
+Why: summing every posting of the query's terms costs time in proportion to the corpus; the
+store now reads each term's `HEAD` postings of highest BM25 term weight (migration
+keyword_impact_order, stores/postgres/keywords.py `impact_sql`) and scores the best candidates
+exactly. This measures both statements on the same database, the same queries, in one
+process, interleaved query by query (so load on the shared machine falls on both alike), and
+how many of the exhaustive statement's hits the heads find (recall at 10 and at the
+retriever's pool of 200), per head size given by --heads.
 
 The database is bench/scale.py's (`--store postgres`, bench/scale_postgres.py builds and
 caches it through the store); a cache built before the migration is migrated here, and the
-time the backfill took is reported. "live" is the statement as it was before the migration
-(`live_counting_sql`), swapped into the store for its turns; hybrid runs through the
-retriever with the query's vector (SciFact's test queries, as scale.py), so it includes the
-vector search and the fusion.
+time opening took is reported. "exhaustive" is the statement before the migration
+(`keywords.keyword_sql`, every posting), swapped into the store for its turns; hybrid runs
+through the retriever with the query's vector (SciFact's test queries, as scale.py), so it
+includes the vector search and the fusion.
 
-    python bench/postgres_keywords.py --chunks 100000 [--queries 200] [--rounds 3] [--json]
+    python bench/postgres_keywords.py --chunks 100000 [--queries 200] [--rounds 3] [--heads 500 1000] [--json]
 """
 
 from __future__ import annotations
@@ -37,33 +40,25 @@ from scale import CORPUS, EVERYTHING, query_vectors  # noqa: E402
 from scale_postgres import cached_server  # noqa: E402
 
 from sourcebook import KnowledgeBase, Settings  # noqa: E402
+from sourcebook.evaluation.metrics import percentile  # noqa: E402
+from sourcebook.models import SearchFilter  # noqa: E402
 from sourcebook.retrieval import Retriever, SearchOptions  # noqa: E402
-from sourcebook.stores.bm25 import B, K1  # noqa: E402
 from sourcebook.stores.postgres import PostgresStore  # noqa: E402
 from sourcebook.stores.postgres import keywords as pg_keywords  # noqa: E402
+from sourcebook.stores.postgres.filters import filter_sql  # noqa: E402
 
 RESULTS = HERE / "results"
+POOL = 200  # the keyword hits the retriever asks for (SearchOptions.candidates)
+Statement = Callable[[list[str], int, SearchFilter], tuple[str, tuple[Any, ...]]]
 
 
-def live_counting_sql(where: str) -> str:
-    """The keyword statement before migration keyword_statistics: N, the mean length and each
-    term's n counted live (the reference the counters must agree with)."""
-    filtered = f"JOIN chunks c ON c.seq = p.chunk_seq WHERE true {where}" if where else ""
-    return f"""
-        WITH stats AS (SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS mean FROM chunks),
-        idf AS (
-            SELECT t.term, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-            FROM chunk_terms t, stats WHERE t.term = ANY(%s) GROUP BY t.term, stats.n),
-        scored AS (
-            SELECT p.chunk_seq, sum(idf.idf * p.tf * {K1 + 1}
-                                    / (p.tf + {K1} * (1 - {B} + {B} * p.length / stats.mean))) AS score
-            FROM chunk_terms p JOIN idf ON idf.term = p.term CROSS JOIN stats {filtered}
-            GROUP BY p.chunk_seq ORDER BY score DESC, p.chunk_seq LIMIT %s)
-        SELECT c.id, s.score FROM scored s JOIN chunks c ON c.seq = s.chunk_seq
-        ORDER BY s.score DESC, s.chunk_seq"""
+def exhaustive_statement(terms: list[str], k: int, filters: SearchFilter) -> tuple[str, tuple[Any, ...]]:
+    """The statement before migration keyword_impact_order: every posting of the query's terms."""
+    where, params = filter_sql(filters)
+    return pg_keywords.keyword_sql(where), (terms, *params, k)
 
 
-VARIANTS: dict[str, Callable[[str], str]] = {"live": live_counting_sql, "counters": pg_keywords.keyword_sql}
+VARIANTS: dict[str, Statement] = {"exhaustive": exhaustive_statement, "impact": pg_keywords.keyword_statement}
 
 
 def timed_ms(call: Callable[[], Any]) -> tuple[float, Any]:
@@ -72,10 +67,53 @@ def timed_ms(call: Callable[[], Any]) -> tuple[float, Any]:
     return (time.perf_counter() - start) * 1000, result
 
 
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
+
+
+def ids(store: PostgresStore, query: str, k: int) -> list[str]:
+    return [hit.chunk_id for hit in store.keyword_search(query, k, EVERYTHING)]
+
+
+def heads_sweep(store: PostgresStore, queries: list[str], heads: list[int]) -> dict[str, Any]:
+    """Per head size: recall at 10 and at `POOL` of the exhaustive statement's hits, the share of
+    queries whose top 10 is the same list (and the same set: chunks of equal score may swap,
+    their sums added in another order), and the store's keyword_search time (k = `POOL`),
+    alternating query by query with the exhaustive statement's."""
+    report: dict[str, Any] = {}
+    for head in heads:
+        pg_keywords.HEAD = head
+        times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        found = {10: 0, POOL: 0}
+        expected = {10: 0, POOL: 0}
+        identical = same_set = 0
+        for i, query in enumerate(queries):
+            lists = {}
+            for variant in (list(VARIANTS) if i % 2 == 0 else list(reversed(VARIANTS))):
+                pg_keywords.keyword_statement = VARIANTS[variant]  # type: ignore[assignment]
+                ms, lists[variant] = timed_ms(lambda: ids(store, query, POOL))
+                times[variant].append(ms)
+            exact, ours = lists["exhaustive"], lists["impact"]
+            for at in found:
+                found[at] += len(set(exact[:at]) & set(ours[:at]))
+                expected[at] += len(exact[:at])
+            identical += exact[:10] == ours[:10]
+            same_set += set(exact[:10]) == set(ours[:10])
+        report[str(head)] = {
+            "recall@10": round(found[10] / max(expected[10], 1), 4),
+            f"recall@{POOL}": round(found[POOL] / max(expected[POOL], 1), 4),
+            "top10_identical": round(identical / len(queries), 4),
+            "top10_same_set": round(same_set / len(queries), 4),  # order aside: ties sum in another order
+            "ms": {variant: summary(values) for variant, values in times.items()},
+        }
+    pg_keywords.keyword_statement = VARIANTS["impact"]  # type: ignore[assignment]
+    return report
+
+
 def measure(store: PostgresStore, dsn: str, queries: list[str], vectors: np.ndarray, rounds: int) -> dict[str, Any]:
     """Per variant and mode (the retriever's keyword and hybrid search, as scale.py times them),
-    the median of each round and over all rounds (ms), and the top-10 agreement of the two
-    store statements (`keyword_search`, k = 10)."""
+    p50 and p95 of each round and over all rounds (ms), and how often the two variants'
+    retrievers return the same top 10."""
     settings = Settings(db=dsn)
 
     def no_model() -> Any:
@@ -85,7 +123,7 @@ def measure(store: PostgresStore, dsn: str, queries: list[str], vectors: np.ndar
     options = {mode: SearchOptions.from_settings(settings, mode=mode, top_k=10, per_document=1)
                for mode in ("keyword", "hybrid")}
     times: dict[str, dict[str, list[list[float]]]] = {v: {mode: [] for mode in options} for v in VARIANTS}
-    tops: dict[str, list[list[tuple[str, float]]]] = {v: [] for v in VARIANTS}
+    tops: dict[str, dict[str, list[list[str]]]] = {v: {mode: [] for mode in options} for v in VARIANTS}
     for round_ in range(rounds):
         for series in times.values():
             for values in series.values():
@@ -93,21 +131,19 @@ def measure(store: PostgresStore, dsn: str, queries: list[str], vectors: np.ndar
         for i, query in enumerate(queries):
             order = list(VARIANTS) if (i + round_) % 2 == 0 else list(reversed(VARIANTS))
             for variant in order:
-                pg_keywords.keyword_sql = VARIANTS[variant]  # type: ignore[assignment]
+                pg_keywords.keyword_statement = VARIANTS[variant]  # type: ignore[assignment]
                 for mode, option in options.items():
-                    ms, _ = timed_ms(lambda: retriever.search(query, option, vectors[i]))
+                    ms, hits = timed_ms(lambda: retriever.search(query, option, vectors[i]))
                     times[variant][mode][-1].append(ms)
-                if round_ == 0:
-                    tops[variant].append([(h.chunk_id, h.score) for h in store.keyword_search(query, 10, EVERYTHING)])
-    pg_keywords.keyword_sql = VARIANTS["counters"]  # type: ignore[assignment]
-    same_ids = sum(a == b for a, b in zip(*([[i for i, _ in top] for top in tops[v]] for v in VARIANTS)))
-    score_gap = max((abs(x - y) / max(abs(x), 1e-12) for a, b in zip(tops["live"], tops["counters"])
-                     for (_, x), (_, y) in zip(a, b)), default=0.0)
+                    if round_ == 0:
+                        tops[variant][mode].append([hit.chunk.id for hit in hits])
+    pg_keywords.keyword_statement = VARIANTS["impact"]  # type: ignore[assignment]
     return {
-        "p50_ms": {v: {mode: {"rounds": [round(statistics.median(r), 2) for r in runs],
-                              "all": round(statistics.median([t for r in runs for t in r]), 2)}
-                       for mode, runs in series.items()} for v, series in times.items()},
-        "top10_identical_queries": same_ids, "queries": len(queries), "max_relative_score_gap": score_gap,
+        "ms": {v: {mode: {"rounds": [summary(r) for r in runs], "all": summary([t for r in runs for t in r])}
+                   for mode, runs in series.items()} for v, series in times.items()},
+        "retriever_top10_identical": {mode: sum(a == b for a, b in zip(tops["exhaustive"][mode], tops["impact"][mode]))
+                                      for mode in options},
+        "queries": len(queries),
     }
 
 
@@ -116,6 +152,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--heads", type=int, nargs="*", default=[pg_keywords.HEAD],
+                        help="head sizes whose recall and time to measure (the last one is timed in the retriever)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON line")
     args = parser.parse_args()
     probe = KnowledgeBase.open(":memory:")
@@ -128,6 +166,8 @@ def main() -> None:
         opened_ms, store = timed_ms(lambda: PostgresStore(dsn))
         report["open"] = {"ms": round(opened_ms, 1), "migrations_applied": list(store.migration.applied)}
         with store:
+            report["heads"] = heads_sweep(store, queries, args.heads)
+            report["head"] = pg_keywords.HEAD
             report.update(measure(store, dsn, queries, np.load(vectors_file), args.rounds))
     finally:
         server.stop()

@@ -26,7 +26,9 @@ Why it looks like this:
   SciFact nDCG@10 0.42-0.59 against SQLite BM25's 0.68, at 216 ms p50 per query
   (bench/postgres_scifact.py): ts_rank has no IDF, and an OR query ranks every
   matching chunk's whole tsvector. The postings' primary key (tenant, term,
-  chunk) INCLUDE (tf, length) answers a query with index-only scans of its terms.
+  chunk) INCLUDE (tf, length) answers the exhaustive statement with index-only scans of its
+  terms and looks a chunk's postings up; ``chunk_terms_impact`` orders each term's postings
+  by BM25 term weight, so an unfiltered query reads only its terms' heads (keywords.py).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from psycopg import sql
 from ...errors import StoreError
 from ..sql.migrations import Migration, MigrationReport
 from .keyword_stats import BACKFILL, COUNTING, INDEXES, STATISTICS_TABLES, TABLE_COLUMNS
+from .keywords import IMPACT_INDEX
 
 RLS_ROLE = "sourcebook_rls"
 TENANT_SETTING = "sourcebook.tenant"
@@ -374,6 +377,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             *INDEXES, *COUNTING, *BACKFILL,
         ),
         about="BM25's chunk count, length sum and document frequencies as counter rows (keyword_stats.py)",
+    ),
+    Migration(
+        "keyword_impact_order",
+        (IMPACT_INDEX,),
+        about="each term's postings by BM25 term weight, so a query reads only its terms' heads (keywords.py)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
