@@ -9,6 +9,7 @@ then, since the gold sections may have moved.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import shutil
 from pathlib import Path
@@ -27,3 +28,12 @@ def copy_pinned(docs: Path, pages: dict[str, str], out: Path, package: str) -> N
     for page in pages:
         shutil.copyfile(docs / page, out / page)
     print(f"{len(pages)} pages -> {out}")
+
+
+def build(description: str, pages: dict[str, str], docs: Path, out: Path, package: str) -> None:
+    """A set's build.py command line: `--docs` (where `package` installs `pages`) and `--out`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--docs", type=Path, default=docs)
+    parser.add_argument("--out", type=Path, default=out)
+    args = parser.parse_args()
+    copy_pinned(args.docs, pages, args.out, package)

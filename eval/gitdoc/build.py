@@ -13,13 +13,12 @@ differ and copies nothing, since the gold sections may have moved.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from pinned_pages import copy_pinned  # noqa: E402
+from pinned_pages import build  # noqa: E402
 
 # page -> first 16 hex digits of its SHA-256 in git-doc 1:2.39.5-0+deb12u3
 PAGES = {
@@ -52,11 +51,7 @@ PAGES = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=Path, default=Path("/usr/share/doc/git-doc"))
-    parser.add_argument("--out", type=Path, default=HERE / "corpus")
-    args = parser.parse_args()
-    copy_pinned(args.docs, PAGES, args.out, "git-doc")
+    build(__doc__.splitlines()[0], PAGES, Path("/usr/share/doc/git-doc"), HERE / "corpus", "git-doc")
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ written from.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from pinned_pages import copy_pinned  # noqa: E402
+from pinned_pages import build  # noqa: E402
 
 # page -> first 16 hex digits of its SHA-256 in valgrind 1:3.19.0-1
 PAGES = {
@@ -31,11 +30,7 @@ PAGES = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=Path, default=Path("/usr/share/doc/valgrind/html"))
-    parser.add_argument("--out", type=Path, default=HERE / "corpus")
-    args = parser.parse_args()
-    copy_pinned(args.docs, PAGES, args.out, "valgrind")
+    build(__doc__.splitlines()[0], PAGES, Path("/usr/share/doc/valgrind/html"), HERE / "corpus", "valgrind")
 
 
 if __name__ == "__main__":
