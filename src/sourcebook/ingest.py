@@ -453,8 +453,9 @@ class Ingestor:
         """Whether `document`'s windows are pooled from their chunk's pass rather than embedded
         as texts: as `window_pooling` says, "auto" pooling them ("late") for a document of more
         than `long_document_characters` (a book-length manual: late windows cost the chunks'
-        model time, separate ones 2.7x it; on documentation they rank as well, README). Never
-        from an embedder that cannot pool, nor "confined" from one that cannot confine."""
+        model time, separate ones 2.7x it; on documentation they rank close to separate ones:
+        README, "Sentence windows"). Never from an embedder that cannot pool, nor "confined" from
+        one that cannot confine."""
         pooling = self._window_pooling()
         if pooling == "auto":
             pooling = "late" if document.characters > self.settings.long_document_characters else "separate"
