@@ -105,6 +105,8 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     """
 
     dialect: ClassVar[Dialect] = SQLITE
+    concurrent_searches: bool = False
+    """Searched one after the other (`SearchStore.concurrent_searches`): PENDING."""
 
     def __init__(self, path: str | Path, tenant: str = DEFAULT_TENANT) -> None:
         """Open (creating and migrating if needed) the database at `path`, scoped to `tenant`."""
