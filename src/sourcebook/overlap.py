@@ -1,8 +1,9 @@
 """Two calls overlapped: one in a small worker pool shared by the process, one in the caller.
 
-Why: a hybrid search on a store whose searches run elsewhere (the Postgres server, on two
-pooled connections) spends most of its wall time waiting, keyword search first, then the
-query's embedding and the vector search; overlapping them costs the longer of the two instead
+Why: a hybrid search runs a keyword search, then the query's embedding and a vector search.
+On a store whose searches run elsewhere (the Postgres server, on two pooled connections) it
+spends most of that time waiting, and on SQLite much of it in native code that releases the
+GIL (numpy, usearch, onnxruntime); overlapping the two costs about the longer of them instead
 of their sum (README, "Postgres at scale"). retrieval.py uses it for the stores that declare
 `concurrent_searches` (stores/base.py).
 
