@@ -4,7 +4,7 @@ Why: a hybrid search runs a keyword search, then the query's embedding and a vec
 On a store whose searches run elsewhere (the Postgres server, on two pooled connections) it
 spends most of that time waiting, and on SQLite much of it in native code that releases the
 GIL (numpy, usearch, onnxruntime); overlapping the two costs about the longer of them instead
-of their sum (README, "Postgres at scale"). retrieval.py uses it for the stores that declare
+of their sum (README, "Overlapped keyword and vector retrieval"). retrieval.py uses it for the stores that declare
 `concurrent_searches` (stores/base.py).
 
 Why one shared pool of WORKERS threads and not one per search or per knowledge base: threads

@@ -181,8 +181,8 @@ class SearchStore(Protocol):
     Declare it only for searches that are thread-safe and spend much of their time outside the
     GIL (a database server's round trips, native index code), and only if it measures faster. The
     Postgres store declares it (two pooled connections, two server processes), and so does the
-    SQLite store (its reads use a connection per thread; README, "Postgres at scale" has both
-    measurements). A store without the attribute is searched sequentially; `SearchStoreSuite`
+    SQLite store (its reads use a connection per thread; README, "Overlapped keyword and vector
+    retrieval", has both measurements). A store without the attribute is searched sequentially; `SearchStoreSuite`
     checks a store that declares it."""
 
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:

@@ -110,7 +110,7 @@ class SQLiteStore(SQLiteDocuments, SQLiteVectors, SQLiteKeywords, SqlChat, SqlCo
     each reads on a connection of its own (`_Database`) and under its own index lock, and the
     BM25 scoring (numpy), the graph search (usearch) and the query's embedding (onnxruntime) all
     release the GIL for part of their work. Side by side at 100k chunks it measured 1-12% lower
-    paired p50 in each of three runs, for 0-4% more CPU (README, "Postgres at scale")."""
+    paired p50 in each of three runs, for 0-4% more CPU (README, "Overlapped keyword and vector retrieval")."""
 
     def __init__(self, path: str | Path, tenant: str = DEFAULT_TENANT) -> None:
         """Open (creating and migrating if needed) the database at `path`, scoped to `tenant`."""
