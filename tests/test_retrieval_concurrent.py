@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sourcebook import KnowledgeBase
+from sourcebook import KnowledgeBase, overlap
 from sourcebook.copying import copy_store
 from sourcebook.errors import InvalidQueryError, StoreError
 from sourcebook.models import SearchFilter
@@ -141,3 +141,15 @@ def test_the_query_cache_serves_an_overlapped_search_again(
     assert again == first and len(threads) == 1
     stats = cache.stats()
     assert stats["hits"]["search"] == 1 and stats["misses"]["embedding"] == 1 and stats["hits"]["embedding"] == 0
+
+
+def test_stores_opened_searched_and_closed_leave_no_threads(example_kb: KnowledgeBase) -> None:
+    """The pool is the process's: however many stores are opened, searched and closed, the
+    threads added stay within its few workers."""
+    before = {thread.ident for thread in threading.enumerate()}
+    for _ in range(6):
+        with SQLiteStore(example_kb.settings.db) as store:
+            assert Retriever(store, lambda: example_kb.embedder).search("password manager", SearchOptions())
+    added = [thread for thread in threading.enumerate() if thread.ident not in before]
+    assert all(thread.name.startswith("sourcebook-overlap") for thread in added), added
+    assert len(added) <= overlap.WORKERS
