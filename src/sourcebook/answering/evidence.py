@@ -68,7 +68,7 @@ waits for a manual's vocabulary: 200 chunks is about a 40-page manual (microtype
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
@@ -121,13 +121,26 @@ def _written(name: str, texts: Iterable[str]) -> bool:
 
     Not the exact case: PDF text writes TeX logos in small capitals ("pdfTEX" for pdfTeX) and a
     heading may be in capitals; but "context" or "windows" in lower case is a plain word, not
-    the name ConTeXt or Windows."""
+    the name ConTeXt or Windows. A name with a capital inside it (ConTeXt, GitHub, macOS) is
+    not written by a plain word that opens a sentence or heading ("Context-sensitive setup",
+    "Github" aside) nor by the first part of a hyphenated word ("CONTEXT-SENSITIVE SETUP", a PDF's
+    running header): its inner capital is what makes it a name (`written_as`)."""
     pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
-    capitalised = name != name.lower()
-    return any(
-        not capitalised or match.group() != match.group().lower()
-        for text in texts for match in pattern.finditer(text)
-    )
+    return any(written_as(name, match) for text in texts for match in pattern.finditer(text))
+
+
+def written_as(name: str, match: re.Match[str]) -> bool:
+    """Whether `match`, a case-blind occurrence of `name` in its text, writes it as the name
+    (`_written`); confidence.quoted reads identifiers so too."""
+    found = match.group()
+    if name == name.lower():
+        return True
+    if found == found.lower():
+        return False
+    if not _spelled(name):
+        return True
+    compound = re.match(r"-\w", match.string[match.end():]) is not None
+    return any(c.isupper() for c in found[1:]) and not compound
 
 
 def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) -> float:
@@ -138,18 +151,33 @@ def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) ->
     return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
 
 
-def unknown_name(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:
+def unknown_name(
+    question: str, stats: TermStatistics, hits: Sequence[Hit], lookup: Callable[[str], Sequence[Hit]] | None = None
+) -> tuple[str, ...]:
     """The names `question` writes (`question_names`) that none of `hits` (the chunks retrieved for
     it) writes as a name and whose rarest term is at least `UNKNOWN_NAME_RARITY` rare in the
-    knowledge base; `stats` is its `term_statistics(question)`. () for an empty knowledge base."""
+    knowledge base; `stats` is its `term_statistics(question)`. () for an empty knowledge base.
+
+    A name with a capital inside it (ConTeXt, GitHub, macOS: `_spelled`) is unknown however common
+    its word, when none of the chunks `lookup(name)` finds (a keyword search for it) writes it
+    either: the keyword index counts the plain word ("context" in "Context-sensitive setup" and
+    "the current context", 15 of microtype's 205 chunks), not the name, so its rarity does not
+    say whether the knowledge base ever names it. A subject the manual does write ("LaTeX" as
+    "LATEX", "LuaTeX" as "LuaTEX") is found by that search."""
     if stats.chunks <= 0:
         return ()
     retrieved = [chunk_text(hit) for hit in hits]
+    unwritten = [name for name in question_names(question) if not _written(name, retrieved)]
     return tuple(
-        name for name in question_names(question)
-        if not _written(name, retrieved)
-        and max((stats.rarity(term) for term in query_terms(name)), default=0.0) >= UNKNOWN_NAME_RARITY
+        name for name in unwritten
+        if max((stats.rarity(term) for term in query_terms(name)), default=0.0) >= UNKNOWN_NAME_RARITY
+        or (lookup is not None and _spelled(name) and not _written(name, [chunk_text(hit) for hit in lookup(name)]))
     )
+
+
+def _spelled(name: str) -> bool:
+    """A name with a capital after its first letter that is not all capitals: ConTeXt, macOS, GitHub."""
+    return any(c.isupper() for c in name[1:]) and not name.isupper()
 
 
 def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:
