@@ -51,8 +51,10 @@ answers through when retrieval looks good. On the dev questions of gitdoc, micro
 and the 60 pydocs queries, a name no retrieved chunk writes occurs in 20 unanswerable questions and
 no answerable one; with the rarity bound the rule holds for 19 of them. The bound keeps it off the
 subject of the knowledge base ("Git", "LaTeX" in "...in LaTeX?" over a LaTeX package's manual),
-which a retrieved chunk need not repeat. Unlike an identifier (the rule tried and not
-kept in the README: "queue-like", "one-line"), a capitalised name is not ordinary prose.
+which a retrieved chunk need not repeat. A name spelled with a capital inside it (ConTeXt, macOS)
+is unknown below the bound too when a keyword search for it finds no chunk writing it: its word's
+rarity counts the plain word ("context"), not the name. Unlike an identifier (the rule tried and
+not kept in the README: "queue-like", "one-line"), a capitalised name is not ordinary prose.
 
 A third rule, `unknown_words`: at least `UNKNOWN_WORDS` of the question's words occur in no chunk
 of a knowledge base of at least `UNKNOWN_WORDS_MIN_CHUNKS` chunks ("file system *monitor*
