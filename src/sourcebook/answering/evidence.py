@@ -124,9 +124,10 @@ def _written(name: str, texts: Iterable[str]) -> bool:
     Not the exact case: PDF text writes TeX logos in small capitals ("pdfTEX" for pdfTeX) and a
     heading may be in capitals; but "context" or "windows" in lower case is a plain word, not
     the name ConTeXt or Windows. A name with a capital inside it (ConTeXt, GitHub, macOS) is
-    not written by a plain word that opens a sentence or heading ("Context-sensitive setup",
-    "Github" aside) nor by the first part of a hyphenated word ("CONTEXT-SENSITIVE SETUP", a PDF's
-    running header): its inner capital is what makes it a name (`written_as`)."""
+    not written by a word with a capital only at its start (the plain word opening a sentence or
+    heading: "Context-sensitive setup") nor by the first part of a hyphenated word
+    ("CONTEXT-SENSITIVE SETUP", a PDF's running header): its inner capital is what makes it a
+    name (`written_as`)."""
     pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
     return any(written_as(name, match) for text in texts for match in pattern.finditer(text))
 
