@@ -1,10 +1,10 @@
 """Two calls overlapped: one in a small worker pool shared by the process, one in the caller.
 
 Why: a hybrid search runs a keyword search, then the query's embedding and a vector search.
-On a store whose searches run elsewhere (the Postgres server, on two pooled connections) it
-spends most of that time waiting, and on SQLite much of it in native code that releases the
-GIL (numpy, usearch, onnxruntime); overlapping the two costs about the longer of them instead
-of their sum (README, "Overlapped keyword and vector retrieval"). retrieval.py uses it for the stores that declare
+On a store whose searches run elsewhere (the Postgres server, on two pooled connections) this
+process spends most of that time waiting; overlapping the two costs about the longer of them
+instead of their sum when the server has the cores for both (README, "Overlapped keyword and
+vector retrieval"). retrieval.py uses it for the stores that declare
 `concurrent_searches` (stores/base.py).
 
 Why one shared pool of WORKERS threads and not one per search or per knowledge base: threads

@@ -180,9 +180,9 @@ class SearchStore(Protocol):
     worker while it embeds the query and runs the vector search (retrieval.py, overlap.py).
     Declare it only for searches that are thread-safe and spend much of their time outside the
     GIL (a database server's round trips, native index code), and only if it measures faster. The
-    Postgres store declares it (two pooled connections, two server processes), and so does the
-    SQLite store (its reads use a connection per thread; README, "Overlapped keyword and vector
-    retrieval", has both measurements). A store without the attribute is searched sequentially; `SearchStoreSuite`
+    Postgres store declares it (two pooled connections, two server processes); the SQLite store
+    does not (in-process searches that mostly hold the GIL: no faster measured; README,
+    "Overlapped keyword and vector retrieval", has both measurements). A store without the attribute is searched sequentially; `SearchStoreSuite`
     checks a store that declares it."""
 
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
