@@ -31,6 +31,7 @@ from .embedders.base import Embedder
 from .errors import InvalidQueryError
 from .graph.search import graph_ranking
 from .models import Hit, ScoredId, SearchFilter, StoredChunk
+from .overlap import overlapped
 from .query_cache import QueryCache
 from .reranking import Reranker, identifiers, named_first
 from .settings import RetrievalMode, Settings
@@ -183,15 +184,8 @@ class Retriever:
         # A fixed pool (not one growing with top_k) keeps z-score statistics, and so the
         # order of the first hits, the same whatever top_k a caller asks for.
         pool = max(options.candidates, options.top_k * max(options.per_document, 1))
-        keyword: list[ScoredId] = []
-        vector: list[ScoredId] = []
+        keyword, vector = self._rankings(query, options, query_vector, pool)
         graph: list[ScoredId] = []
-        if options.mode in ("keyword", *_FUSED):
-            keyword = self._store.keyword_search(query, pool, options.filters)
-        if options.mode in ("vector", *_FUSED):
-            if query_vector is None:
-                query_vector = self._embed_query(query)
-            vector = self._store.vector_search(query_vector, pool, options.filters)
         if options.mode == "keyword":
             ranked = [(item.chunk_id, item.score) for item in keyword]
         elif options.mode == "vector":
@@ -214,6 +208,32 @@ class Retriever:
         if options.mode in _FUSED and (options.rerank or identifiers(query)):
             ranked = self._rerank(query, ranked, options)
         return self._build_hits(ranked, keyword, vector, options, graph)
+
+    def _rankings(
+        self, query: str, options: SearchOptions, query_vector: np.ndarray | None, pool: int
+    ) -> tuple[list[ScoredId], list[ScoredId]]:
+        """The keyword and the vector list the mode needs (an empty list for one it does not).
+
+        When it needs both and the store declares `concurrent_searches` (stores/base.py), the
+        keyword search runs in a shared worker while this thread embeds the query and runs the
+        vector search (overlap.py): the same lists and errors, in the longer of the two times
+        rather than their sum. A store without the attribute (one written before it) is searched
+        one list after the other."""
+        wants_keyword = options.mode in ("keyword", *_FUSED)
+        wants_vector = options.mode in ("vector", *_FUSED)
+
+        def keyword() -> list[ScoredId]:
+            return self._store.keyword_search(query, pool, options.filters) if wants_keyword else []
+
+        def vector() -> list[ScoredId]:
+            if not wants_vector:
+                return []
+            embedded = self._embed_query(query) if query_vector is None else query_vector
+            return self._store.vector_search(embedded, pool, options.filters)
+
+        if wants_keyword and wants_vector and getattr(self._store, "concurrent_searches", False):
+            return overlapped(keyword, vector)
+        return keyword(), vector()
 
     def _rerank(self, query: str, ranked: list[tuple[str, float]], options: SearchOptions) -> list[tuple[str, float]]:
         """`ranked` with its first candidates reordered: by the reranker with `rerank`, else only

@@ -174,6 +174,17 @@ class DocumentStore(Protocol):
 class SearchStore(Protocol):
     """Keyword and vector search over the chunks, and the chunks the hits name."""
 
+    concurrent_searches: bool
+    """True when `keyword_search` and `vector_search` may run at the same time on two threads
+    and a hybrid search gains from it: the retriever then runs the keyword search in a shared
+    worker while it embeds the query and runs the vector search (retrieval.py, overlap.py).
+    Declare it only for searches that are thread-safe and spend much of their time outside the
+    GIL (a database server's round trips, native index code), and only if it measures faster. The
+    Postgres store declares it (two pooled connections, two server processes); the SQLite store
+    does not (in-process searches that mostly hold the GIL: no faster measured; README,
+    "Overlapped keyword and vector retrieval", has both measurements). A store without the attribute is searched sequentially; `SearchStoreSuite`
+    checks a store that declares it."""
+
     def keyword_search(self, query: str, k: int, filters: SearchFilter) -> list[ScoredId]:
         """BM25 over prefix + text. Any-term (OR) matching; empty list for a query with no terms."""
 

@@ -25,7 +25,8 @@ A back end that fills only some roles subclasses only their suites:
 - `DocumentStoreSuite`: collections, documents, chunks with their vectors and sentence windows,
   `vectors_for_hashes` / `windows_for_hashes`, `export_chunks`, atomic `replace_chunks` (and `replace_chunks_in_batches`);
 - `SearchStoreSuite`: `keyword_search` (BM25, inert query syntax), `term_statistics` and `vector_search` (cosine,
-  windows), both under every kind of `SearchFilter`;
+  windows), both under every kind of `SearchFilter`, and both run on several threads at once when the
+  store declares `concurrent_searches`;
 - `ChatStoreSuite`: chat sessions and their messages;
 - `ContextCacheSuite`: `get_chunk_contexts` / `put_chunk_contexts`;
 - `SummaryCacheSuite`: `get_summary` / `put_summary`, and `compact` dropping summaries of what is gone;

@@ -6,6 +6,8 @@ with sentence-window vectors scores the best of its own vector and its windows.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -144,6 +146,17 @@ class SearchStoreSuite(StoreFixtures):
     @pytest.mark.parametrize("mode", ["keyword", "vector"])
     def test_a_metadata_value_with_nul_matches_nothing(self, filtered: Store, mode: str) -> None:
         assert search(filtered, mode, SearchFilter.build(metadata={"lang": "en\x00"})) == []
+
+    def test_searches_declared_concurrent_agree_when_run_at_once(self, filtered: Store) -> None:
+        """A store that declares `concurrent_searches` answers keyword and vector searches run on
+        several threads at once as it answers them one after the other, under every filter."""
+        if not getattr(filtered, "concurrent_searches", False):
+            pytest.skip("the store does not declare concurrent_searches")
+        calls = [(mode, case.values[0]) for mode in ("keyword", "vector") for case in FILTER_CASES]
+        expected = [search(filtered, mode, filters) for mode, filters in calls]
+        with ThreadPoolExecutor(max_workers=4) as threads:
+            for _ in range(3):
+                assert list(threads.map(lambda call: search(filtered, *call), calls)) == expected
 
     # Sentence-window vectors ---------------------------------------------------------------------
     def test_a_chunk_scores_the_best_of_its_vector_and_its_windows(self, store: Store) -> None:

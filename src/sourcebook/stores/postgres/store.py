@@ -52,6 +52,9 @@ class PostgresStore(PostgresDocuments, PostgresVectors, PostgresKeywords, SqlCha
     """The `Store` protocol on a PostgreSQL database with pgvector (see the module docstring)."""
 
     dialect: ClassVar[Dialect] = POSTGRES
+    concurrent_searches: bool = True
+    """A hybrid search's keyword and vector searches overlap (`SearchStore.concurrent_searches`):
+    each is a round trip on its own pooled connection, served by its own server process."""
 
     def __init__(
         self,
