@@ -75,10 +75,13 @@ _FOOTNOTE_MARKS = "*†‡§"
 
 def dropped(node: LexborNode, in_section: bool) -> bool:
     """Whether `node` is chrome by its tag, role, class or id, or hidden."""
-    tag = node.tag
+    return _chrome_by_name(node.tag, node.attributes, in_section)
+
+
+def _chrome_by_name(tag: str, attrs: dict[str, str | None], in_section: bool) -> bool:
+    """`dropped` on a tag and attributes already read (selectolax decodes them anew at each read)."""
     if tag in DROP_TAGS or (tag in _PAGE_CHROME and not in_section):
         return True
-    attrs = node.attributes
     classes = (attrs.get("class") or "").split()
     return (
         attrs.get("role") in _DROP_ROLES
@@ -91,23 +94,19 @@ def dropped(node: LexborNode, in_section: bool) -> bool:
     )
 
 
-def _visible_children(node: LexborNode) -> list[LexborNode]:
-    return [child for child in node.iter() if child.is_element_node and not dropped(child, True)]
-
-
-def _names(node: LexborNode) -> list[str]:
-    """The fragment names that target `node`: its id, and an <a>'s name."""
-    attrs = node.attributes
-    names = [attrs.get("id") or ""]
-    if node.tag == "a":
-        names.append(attrs.get("name") or "")
-    return [name for name in names if name]
+def _names(tag: str, attrs: dict[str, str | None]) -> tuple[str, ...]:
+    """The fragment names that target an element: its id, and an <a>'s name."""
+    names = (attrs.get("id") or "", (attrs.get("name") or "") if tag == "a" else "")
+    return tuple(name for name in names if name)
 
 
 @dataclass
 class _Links:
     """Visible characters (without whitespace) of an element, and how many of them are link text."""
 
+    tag: str
+    names: tuple[str, ...]
+    """The fragment names that target the element (`_names`)."""
     chars: int = 0
     link_chars: int = 0
     links: int = 0
@@ -142,7 +141,7 @@ class PageStructure:
     def __init__(self, page: LexborNode, source: str) -> None:
         self.name = PurePosixPath(urlsplit(source).path).name
         self.of: dict[int, _Links] = {}
-        self.page = self._measure(page)
+        self._measure(page, page.tag, page.attributes)
         self.heading_targets: set[str] = set()
         """Fragment names whose target's first text (past navigation) is in a heading."""
         self._targets: dict[str, LexborNode] = {}
@@ -159,16 +158,22 @@ class PageStructure:
             return None
         return unquote(fragment)
 
-    def _measure(self, node: LexborNode) -> _Links:
-        links = _Links()
+    def _visible_children(self, node: LexborNode) -> list[LexborNode]:
+        """Element children that are not named chrome (`_measure` measured only those)."""
+        return [child for child in node.iter() if child.is_element_node and child.mem_id in self.of]
+
+    def _measure(self, node: LexborNode, tag: str, attrs: dict[str, str | None]) -> _Links:
+        links = _Links(tag, _names(tag, attrs))
         for child in node.iter(include_text=True):
             if child.is_text_node:
-                links.chars += sum(not char.isspace() for char in child.text(deep=False) or "")
-            elif child.is_element_node and not dropped(child, True):
-                links.add(self._measure(child))
-        if node.tag == "a" and "href" in node.attributes:
+                links.chars += len("".join((child.text(deep=False) or "").split()))
+            elif child.is_element_node:
+                child_tag, child_attrs = child.tag, child.attributes
+                if not _chrome_by_name(child_tag, child_attrs, True):
+                    links.add(self._measure(child, child_tag, child_attrs))
+        if tag == "a" and "href" in attrs:
             links.link_chars, links.links = links.chars, 1
-        elif node.tag in HEADINGS:
+        elif tag in HEADINGS:
             links.headings, links.heading_chars = 1, links.chars
         self.of[node.mem_id] = links
         return links
@@ -184,12 +189,13 @@ class PageStructure:
                     if in_heading:
                         self.heading_targets.update(self._pending)
                     self._pending.clear()
-            elif child.is_element_node and not dropped(child, True):
-                for name in _names(child):
+            elif child.is_element_node and child.mem_id in self.of:  # measured: not dropped
+                links = self.of[child.mem_id]
+                for name in links.names:
                     self._targets.setdefault(name, child)
                     self._pending.append(name)
-                navigation = self.of[child.mem_id].navigation and child.tag not in _CODE
-                self._scan(child, in_heading or child.tag in HEADINGS, read and not navigation)
+                navigation = links.navigation and links.tag not in _CODE
+                self._scan(child, in_heading or links.tag in HEADINGS, read and not navigation)
 
     def _entries(self, page: LexborNode) -> dict[int, str]:
         """Empty anchors, not followed by a heading, that an index item of the page links to: the
@@ -227,15 +233,15 @@ class PageStructure:
         flat page what follows the last heading is its section's text (a "See also" list as much
         as a paragraph), and what follows a title block is the page's body."""
         found: list[LexborNode] = []
-        children = _visible_children(node)
+        children = self._visible_children(node)
         for child in reversed(children) if reverse else children:
             links = self.of[child.mem_id]
             if links.headings:
                 if not reverse or links.chars > links.heading_chars:
                     chrome.extend(found)
-                    return child.tag in HEADINGS or self._edge(child, chrome, reverse)
+                    return links.tag in HEADINGS or self._edge(child, chrome, reverse)
                 return True
-            if links.navigation and child.tag not in _CODE:
+            if links.navigation and links.tag not in _CODE:
                 found.append(child)
             else:  # no heading inside: navigation blocks within it are found with the rest
                 self._edge(child, found, reverse)
@@ -243,8 +249,8 @@ class PageStructure:
         return False
 
     def _tables_of_contents(self, node: LexborNode, chrome: set[int], headings: int) -> None:
-        for child in _visible_children(node):
-            if child.mem_id in chrome or child.tag in _CODE:
+        for child in self._visible_children(node):
+            if child.mem_id in chrome or self.of[child.mem_id].tag in _CODE:
                 continue
             if self._table_of_contents(child, headings):
                 chrome.add(child.mem_id)
