@@ -150,3 +150,8 @@ def test_texinfo_node_anchors_before_a_navigation_strip_still_point_at_headings(
     doc = load(f'<body><h1 id="Top">Manual</h1><div class="contents"><ul>{contents}</ul></div>{nodes}</body>')
     assert not [b for b in doc.blocks if b.kind == "term"]  # the contents name headings, not entries
     assert "1 Chapter\n2 Chapter\n3 Chapter\n4 Chapter" not in texts(doc)  # and are dropped
+
+
+def test_a_hidden_main_is_still_read_as_the_pages_content() -> None:
+    html = f'<body>{SITE_MENU}<main hidden><h1>Guide</h1><p>Read <a href="a.html">this</a> and <a href="b.html">that</a>.</p></main></body>'
+    assert texts(load(html)) == ["Guide", "Read this and that."]

@@ -102,7 +102,8 @@ def _names(tag: str, attrs: dict[str, str | None]) -> tuple[str, ...]:
 
 @dataclass
 class _Links:
-    """Visible characters (without whitespace) of an element, and how many of them are link text."""
+    """An element's tag and anchor names, its visible characters (without whitespace) and how many
+    of them are link or heading text, and its links and headings: read once per page."""
 
     tag: str
     names: tuple[str, ...]
@@ -141,6 +142,7 @@ class PageStructure:
     def __init__(self, page: LexborNode, source: str) -> None:
         self.name = PurePosixPath(urlsplit(source).path).name
         self.of: dict[int, _Links] = {}
+        """mem_id of every element not dropped by name -> its statistics."""
         self._measure(page, page.tag, page.attributes)
         self.heading_targets: set[str] = set()
         """Fragment names whose target's first text (past navigation) is in a heading."""
@@ -216,7 +218,8 @@ class PageStructure:
         """The mem_ids of blocks under `root` to drop as navigation: link-dense blocks before the
         first heading and after the section holding the last one, and tables of contents
         anywhere. A page without a heading keeps all: its links may be all it has (an index)."""
-        headings = self.of[root.mem_id].headings
+        links = self.of.get(root.mem_id)  # a <main hidden> is still read when it is the root
+        headings = links.headings if links is not None else 0
         if not headings:
             return set()
         found: list[LexborNode] = []
