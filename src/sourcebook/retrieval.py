@@ -154,13 +154,13 @@ class Retriever:
         self._reranker: Reranker | None = None  # loaded by the first search that reranks
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Batch-embed queries (one model call for many, as `search --queries-file` does), unless
-        the embedder's vectors depend on their batch (int8): then one at a time, so a query finds
-        the same hits in a file as asked alone."""
+        """Batch-embed queries (one model call for many, as `search --queries-file` does). An
+        embedder whose queries differ from its documents (the local one: an fp32 query graph for
+        int8 documents, or int8 queries one at a time, as their vectors move with the batch) says
+        so with `embed_queries`, so a query finds the same hits in a file as asked alone."""
         embedder = self._embedder()
-        if getattr(embedder, "batch_dependent", False) and queries:
-            return np.stack([embedder.embed_query(query) for query in queries])
-        return embedder.embed_documents(list(queries))
+        own = getattr(embedder, "embed_queries", None)
+        return own(list(queries)) if own is not None else embedder.embed_documents(list(queries))
 
     def search(self, query: str, options: SearchOptions, query_vector: np.ndarray | None = None) -> list[Hit]:
         if not query.strip():

@@ -17,6 +17,7 @@ from sourcebook.answering.confidence import (
     answer_features,
     asked_identifiers,
     calibrate,
+    quoted,
 )
 from sourcebook.models import Answer, Citation, CitationCheck, Hit, StoredChunk, TermStatistics
 
@@ -119,3 +120,14 @@ def test_a_name_the_knowledge_base_never_holds_lowers_both_probabilities() -> No
                     missing_terms=1.0, terms_in_cited=0.67, terms_in_answer=0.33, keyword_rank=1.0)
     named, missing = calibrate(_features(**answered)), calibrate(_features(**answered, missing_name_rarity=1.0))
     assert missing.p_answerable < named.p_answerable and missing.p_correct < named.p_correct
+
+
+def test_an_identifier_is_quoted_only_as_a_whole_token_and_a_mixed_case_name_only_as_written() -> None:
+    question = "How do I use microtype in ConTeXt?"
+    assert quoted(question, "The command \\textmicrotypecontext sets the context(s) of the text.") == 0.0
+    assert quoted(question, "Context-sensitive setup") == 0.0
+    assert quoted(question, "ConTeXt has its own mechanism.") == 1.0
+    assert quoted("Is --force safe?", "Use --force-with-lease instead.") == 0.0
+    assert quoted("Is --force safe?", "Use --force.") == 1.0
+    assert quoted("What do core.autocrlf and --amend do?", "Set core.autocrlf=true.") == 0.5
+    assert quoted("How do I push?", "anything") == 0.0  # names no identifier

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from sourcebook.answering.evidence import (
-    UNKNOWN_WORDS_MIN_CHUNKS, missing_name_rarity, question_names, unknown_name, unknown_setting, unknown_words,
+    UNKNOWN_NAME_RARITY, UNKNOWN_WORDS_MIN_CHUNKS, missing_name_rarity, question_names, unknown_name, unknown_setting,
+    unknown_words,
 )
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
@@ -77,6 +78,21 @@ def test_names_count_as_cited_only_when_written_as_names() -> None:
     assert missing_name_rarity(question, _answer(question, small_caps, (1,)), context) == 0.0
     # an abstention cites nothing: every name is missing from it
     assert missing_name_rarity(question, _answer(question, small_caps, ()), context) == pytest.approx(context.rarity("context"))
+
+
+def test_a_plain_word_capitalised_by_position_does_not_write_a_name_with_an_inner_capital() -> None:
+    question = "How do I use microtype in ConTeXt?"
+    context = TermStatistics(205, {"us": 90, "microtyp": 205, "context": 15})
+    for text in ("6 Context-sensitive setup", "CONTEXT-SENSITIVE SETUP 21", "Context matters."):
+        hits = (_hit(1, text),)
+        rarity = missing_name_rarity(question, _answer(question, hits, (1,)), context)
+        assert rarity == pytest.approx(context.rarity("context"))
+    for text in ("ConTeXt has its own.", "ConTEXt, as PDF text writes the logo.", "CONTEXT has its own."):
+        assert missing_name_rarity(question, _answer(question, (_hit(1, text),), (1,)), context) == 0.0
+    # a name capitalised only at its start is written by any capitalised occurrence, in a compound too
+    git = TermStatistics(50, {"git": 1, "option": 20})
+    compound = (_hit(1, "Git-specific options."),)
+    assert missing_name_rarity("Which option does Git use?", _answer("q", compound, (1,)), git) == 0.0
 
 
 def test_a_question_that_names_nothing_has_nothing_missing() -> None:
@@ -148,3 +164,22 @@ def test_two_words_no_chunk_of_a_manual_holds_are_unknown() -> None:
     meantime = {"push": 3, "lose": 0, "commit": 2, "somebodi": 0, "els": 1, "meantim": 0}
     assert unknown_words(TermStatistics(6, meantime)) == ()
     assert unknown_words(TermStatistics(UNKNOWN_WORDS_MIN_CHUNKS, meantime)) == ("lose", "somebodi", "meantim")
+
+
+def test_a_name_spelled_with_an_inner_capital_is_looked_up_in_the_knowledge_base() -> None:
+    """The keyword index counts the plain word "context", not the name ConTeXt: a knowledge base that
+    writes "Context-sensitive setup" and "the current context" often still never names ConTeXt."""
+    question = "How do I use microtype in ConTeXt?"
+    stats = TermStatistics(205, {"us": 90, "microtyp": 205, "context": 15})
+    assert stats.rarity("context") < UNKNOWN_NAME_RARITY
+    hits = (_hit(1, "6 Context-sensitive setup. Change the context of the current group."),)
+    assert unknown_name(question, stats, hits) == ()  # no lookup: the rarity bound alone
+    assert unknown_name(question, stats, hits, lambda name: hits) == ("ConTeXt",)
+    assert unknown_name(question, stats, hits, lambda name: (*hits, _hit(2, "ConTeXt has its own."))) == ()
+    # the subject, written as the manual's PDF text writes it, is found by the lookup
+    latex = TermStatistics(205, {"option": 60, "disabl": 10, "protrus": 40, "latex": 15})
+    logo = (_hit(3, "LATEX users."),)
+    assert unknown_name("Which option disables protrusion in LaTeX?", latex, hits, lambda name: logo) == ()
+    # a name capitalised only at its start ("Windows") is not looked up: its plain word is the same word
+    windows = TermStatistics(205, {"run": 30, "valgrind": 150, "window": 15})
+    assert unknown_name("How do I run Valgrind on Windows?", windows, hits, lambda name: hits) == ()

@@ -295,6 +295,27 @@ def test_a_question_naming_what_the_manual_never_mentions_abstains(manual_kb: Kn
     assert not manual_kb.ask("How many concurrent connections does the server allow by default?").abstained
 
 
+CONTEXT_MANUAL = """<html><head><title>fontkit</title></head><body>
+<h1>fontkit manual</h1>
+<h2>Context-sensitive setup</h2>
+<p>The package lets you change the context of the current group. A context applies until the group ends.</p>
+<h2>Contexts and footnotes</h2>
+<p>Footnote markers get their own context, so that their spacing differs from the text.</p>
+<h2>Letterspacing</h2>
+<p>Use the tracking command to letterspace a word; the context decides how much.</p>
+</body></html>"""
+
+
+def test_a_name_spelled_with_an_inner_capital_that_no_chunk_writes_abstains(tmp_path: Path) -> None:
+    """ "ConTeXt" is the plain word "context" to the keyword index, which the manual uses throughout:
+    the answerer looks the name up (answering/evidence.py, unknown_name)."""
+    (tmp_path / "fontkit.html").write_text(CONTEXT_MANUAL)
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        kb.add(str(tmp_path / "fontkit.html"))
+        assert kb.ask("How do I change the context of footnote markers in ConTeXt?").abstained
+        assert not kb.ask("How do I change the context of footnote markers?").abstained
+
+
 def test_an_example_caption_is_followed_by_its_command() -> None:
     text = ("To restore a file in the index to match the version in HEAD (this is the same as using git-reset(1))\n\n"
             "$ git restore --staged hello.c\n\nor you can restore both the index and the working tree")

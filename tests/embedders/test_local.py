@@ -93,14 +93,39 @@ def test_truncates_at_the_model_limit(embedder):
 def test_batching_keeps_order_and_values(embedder, fp32):
     """fp32 vectors do not depend on the batch; int8 ones a little (QAttention and the dynamic
     MatMuls quantize their input with one scale per run: cosine 0.9880 at worst here, 0.9968 at
-    INT8_VERSION 3), which is why an int8 model's queries are embedded one at a time (retrieval.py)."""
+    INT8_VERSION 3), which is why int8 queries, when asked for, are embedded one at a time."""
     texts = [f"sentence number {i} " * (i % 7 + 1) for i in range(40)]
     batched = fp32.embed_documents(texts)
     single = np.stack([fp32.embed_query(t) for t in texts])
     assert np.allclose(batched, single, atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     quantized = embedder.embed_documents(texts)
-    assert np.sum(quantized * np.stack([embedder.embed_query(t) for t in texts]), axis=1).min() > 0.985
+    assert np.sum(quantized * np.concatenate([embedder.embed_documents([t]) for t in texts]), axis=1).min() > 0.985
+
+
+def test_int8_documents_get_fp32_queries_loaded_at_the_first_query(fp32):
+    """`embedding_query_precision` "fp32" (the default): int8 documents, queries through the fp32
+    graph, which ingestion never loads; batched queries equal single ones, as fp32's do."""
+    embedder = LocalEmbedder(precision="int8")
+    texts = ["How many days of annual leave?", "default port of the server", "wal_level"]
+    embedder.embed_documents(texts)
+    assert embedder._query_session is None
+    queries = np.stack([embedder.embed_query(t) for t in texts])
+    assert np.allclose(queries, fp32.embed_documents(texts), atol=1e-5)
+    assert np.allclose(embedder.embed_queries(texts), queries, atol=1e-5)
+    assert embedder.name.endswith("@int8") and embedder.embed_queries([]).shape == (0, 384)
+
+
+def test_int8_queries_when_asked_for_match_the_documents_alone(embedder):
+    """`embedding_query_precision = "int8"`: a query is the int8 graph's vector of it alone, in a
+    file of queries as asked one by one (its vectors move with the batch)."""
+    texts = ["How many days of annual leave?", "default port of the server"]
+    int8_queries = LocalEmbedder(precision="int8", query_precision="int8")
+    alone = np.concatenate([embedder.embed_documents([t]) for t in texts])
+    assert np.allclose(np.stack([int8_queries.embed_query(t) for t in texts]), alone, atol=1e-6)
+    assert np.allclose(int8_queries.embed_queries(texts), alone, atol=1e-6)
+    with pytest.raises(ConfigurationError, match="query precision 'bf16'"):
+        LocalEmbedder(precision="int8", query_precision="bf16")
 
 
 def test_batches_are_cut_by_token_count(embedder):

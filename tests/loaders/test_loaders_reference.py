@@ -87,6 +87,17 @@ def test_docbook_variablelist_entries_and_navigation_dropped() -> None:
         assert chrome not in doc.text, chrome
 
 
+def test_a_docbook_navigation_table_marked_by_its_summary_is_dropped() -> None:
+    footer = ('<div><br><table class="nav" width="100%" summary="Navigation footer"><tr>'
+              '<td><a accesskey="p" href="b.html">&lt;&lt; 4. Memcheck</a></td><td><a href="index.html">Up</a></td>'
+              '<td><a accesskey="n" href="d.html">6. Callgrind &gt;&gt;</a></td></tr></table></div>')
+    answers = '<table summary="Q and A Div"><tr><td>Why does it crash?</td><td>Read the FAQ.</td></tr></table>'
+    page = DOCBOOK.replace("</dl></div></div>", f"</dl></div>{answers}{footer}</div>")
+    text = HtmlLoader().load(page.encode(), "config.html").text
+    assert "Memcheck" not in text and "Callgrind" not in text
+    assert "Read the FAQ." in text  # a table summarised otherwise is content
+
+
 def test_entries_are_chunks_of_their_own_with_the_term_in_the_heading_path() -> None:
     doc = HtmlLoader().load(DOCBOOK.encode(), "config.html")
     chunks = chunk_document(doc, count, max_tokens=48, overlap=0.0)

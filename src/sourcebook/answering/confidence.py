@@ -16,7 +16,8 @@ citations) are calibrated alike:
     terms_in_answer       share of them in the answer (its text and its citations' headings)
     identifiers_in_answer share of the identifiers asked about (`--force-with-lease`,
                           `core.autocrlf`, `\\textls`, `libfoo33`) quoted verbatim by the answer
-                          or its citations' headings; 0 when none is asked
+                          or its citations' headings (`quoted`: a whole token, and a name with an
+                          inner capital written as one); 0 when none is asked
     asks_identifier       1 when the question names an identifier, else 0
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
     missing_name_rarity   how rare, in the whole knowledge base, the rarest name of the question
@@ -53,7 +54,7 @@ import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Answer, CitationCheck, Hit, TermStatistics
-from .evidence import missing_name_rarity
+from .evidence import missing_name_rarity, written_as
 from .lexical import chunk_text, cited_hits, content_terms, overlap
 
 MAX_MISSING_TERMS = 3
@@ -128,6 +129,25 @@ def asked_identifiers(question: str) -> set[str]:
     return {m.group().lower() for m in _IDENTIFIER.finditer(question)}
 
 
+def quoted(question: str, text: str) -> float:
+    """The share of the identifiers `question` names that `text` quotes: each as a whole token (not
+    `--force` inside `--force-with-lease`, not `ConTeXt` inside `\\microtypecontext`), case aside,
+    but a name with a capital inside it (ConTeXt, GitHub) written as that name (`evidence.written_as`:
+    not "context" nor "Context-sensitive"). 0 when the question names none.
+
+    A case-blind substring test counted the plain word "context" of an answer about microtype's
+    contexts as quoting the ConTeXt a question asked about, and the gate let the answer through
+    as one that quotes what was asked (`quotes_what_was_asked`)."""
+    asked = {m.group().lower(): m.group() for m in _IDENTIFIER.finditer(question)}
+    if not asked:
+        return 0.0
+    found = sum(
+        any(written_as(name, m) for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE))
+        for name in asked.values()
+    )
+    return found / len(asked)
+
+
 def _vector_scores(hits: Sequence[Hit]) -> list[float]:
     return sorted((h.vector_score or 0.0 for h in hits), reverse=True)
 
@@ -157,8 +177,6 @@ def answer_features(
         )
     cited = cited_hits(answer)
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
-    identifiers = asked_identifiers(question)
-    lowered = answer_text.lower()
     keyword_ranks = [h.keyword_rank for h in cited if h.keyword_rank]
     similarity = embedder.embed_documents([answer.answer])[0] @ question_vector
     return ConfidenceFeatures(
@@ -170,7 +188,7 @@ def answer_features(
         missing_terms=missing,
         terms_in_cited=overlap(terms, " ".join(chunk_text(h) for h in cited)),
         terms_in_answer=overlap(terms, answer_text),
-        identifiers_in_answer=sum(i in lowered for i in identifiers) / len(identifiers) if identifiers else 0.0,
+        identifiers_in_answer=quoted(question, answer_text),
         asks_identifier=asks,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
         missing_name_rarity=rarity,

@@ -51,8 +51,10 @@ answers through when retrieval looks good. On the dev questions of gitdoc, micro
 and the 60 pydocs queries, a name no retrieved chunk writes occurs in 20 unanswerable questions and
 no answerable one; with the rarity bound the rule holds for 19 of them. The bound keeps it off the
 subject of the knowledge base ("Git", "LaTeX" in "...in LaTeX?" over a LaTeX package's manual),
-which a retrieved chunk need not repeat. Unlike an identifier (the rule tried and not
-kept in the README: "queue-like", "one-line"), a capitalised name is not ordinary prose.
+which a retrieved chunk need not repeat. A name spelled with a capital inside it (ConTeXt, macOS)
+is unknown below the bound too when a keyword search for it finds no chunk writing it: its word's
+rarity counts the plain word ("context"), not the name. Unlike an identifier (the rule tried and
+not kept in the README: "queue-like", "one-line"), a capitalised name is not ordinary prose.
 
 A third rule, `unknown_words`: at least `UNKNOWN_WORDS` of the question's words occur in no chunk
 of a knowledge base of at least `UNKNOWN_WORDS_MIN_CHUNKS` chunks ("file system *monitor*
@@ -68,7 +70,7 @@ waits for a manual's vocabulary: 200 chunks is about a 40-page manual (microtype
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
@@ -121,13 +123,27 @@ def _written(name: str, texts: Iterable[str]) -> bool:
 
     Not the exact case: PDF text writes TeX logos in small capitals ("pdfTEX" for pdfTeX) and a
     heading may be in capitals; but "context" or "windows" in lower case is a plain word, not
-    the name ConTeXt or Windows."""
+    the name ConTeXt or Windows. A name with a capital inside it (ConTeXt, GitHub, macOS) is
+    not written by a word with a capital only at its start (the plain word opening a sentence or
+    heading: "Context-sensitive setup") nor by the first part of a hyphenated word
+    ("CONTEXT-SENSITIVE SETUP", a PDF's running header): its inner capital is what makes it a
+    name (`written_as`)."""
     pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
-    capitalised = name != name.lower()
-    return any(
-        not capitalised or match.group() != match.group().lower()
-        for text in texts for match in pattern.finditer(text)
-    )
+    return any(written_as(name, match) for text in texts for match in pattern.finditer(text))
+
+
+def written_as(name: str, match: re.Match[str]) -> bool:
+    """Whether `match`, a case-blind occurrence of `name` in its text, writes it as the name
+    (`_written`); confidence.quoted reads identifiers so too."""
+    found = match.group()
+    if name == name.lower():
+        return True
+    if found == found.lower():
+        return False
+    if not _spelled(name):
+        return True
+    compound = re.match(r"-\w", match.string[match.end():]) is not None
+    return any(c.isupper() for c in found[1:]) and not compound
 
 
 def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) -> float:
@@ -138,18 +154,33 @@ def missing_name_rarity(question: str, answer: Answer, stats: TermStatistics) ->
     return max((stats.rarity(term) for name in uncited for term in query_terms(name)), default=0.0)
 
 
-def unknown_name(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:
+def unknown_name(
+    question: str, stats: TermStatistics, hits: Sequence[Hit], lookup: Callable[[str], Sequence[Hit]] | None = None
+) -> tuple[str, ...]:
     """The names `question` writes (`question_names`) that none of `hits` (the chunks retrieved for
     it) writes as a name and whose rarest term is at least `UNKNOWN_NAME_RARITY` rare in the
-    knowledge base; `stats` is its `term_statistics(question)`. () for an empty knowledge base."""
+    knowledge base; `stats` is its `term_statistics(question)`. () for an empty knowledge base.
+
+    A name with a capital inside it (ConTeXt, GitHub, macOS: `_spelled`) is unknown however common
+    its word, when none of the chunks `lookup(name)` finds (a keyword search for it) writes it
+    either: the keyword index counts the plain word ("context" in "Context-sensitive setup" and
+    "the current context", 15 of microtype's 205 chunks), not the name, so its rarity does not
+    say whether the knowledge base ever names it. A subject the manual does write ("LaTeX" as
+    "LATEX", "LuaTeX" as "LuaTEX") is found by that search."""
     if stats.chunks <= 0:
         return ()
     retrieved = [chunk_text(hit) for hit in hits]
+    unwritten = [name for name in question_names(question) if not _written(name, retrieved)]
     return tuple(
-        name for name in question_names(question)
-        if not _written(name, retrieved)
-        and max((stats.rarity(term) for term in query_terms(name)), default=0.0) >= UNKNOWN_NAME_RARITY
+        name for name in unwritten
+        if max((stats.rarity(term) for term in query_terms(name)), default=0.0) >= UNKNOWN_NAME_RARITY
+        or (lookup is not None and _spelled(name) and not _written(name, [chunk_text(hit) for hit in lookup(name)]))
     )
+
+
+def _spelled(name: str) -> bool:
+    """A name with a capital after its first letter that is not all capitals: ConTeXt, macOS, GitHub."""
+    return any(c.isupper() for c in name[1:]) and not name.isupper()
 
 
 def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -> tuple[str, ...]:

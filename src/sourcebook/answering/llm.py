@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -46,6 +46,10 @@ from .rewrite import rewrite_question, search_rewritten
 CHARS_PER_TOKEN = 3
 # Room left in a local model's context for the prompt's instructions and the answer.
 RESERVED_TOKENS = 1500
+# Chunks a keyword search reads to check that a follow-up's subject is answerable.
+FOLLOW_UP_LOOKUP = 3
+# Chunks a keyword search reads for a name the retrieved chunks do not write (evidence.unknown_name).
+NAME_LOOKUP = 20
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ class Answerer:
             raise ConfigurationError("full-context mode needs an LLM: pass --llm provider:model or set SOURCEBOOK_LLM")
         vector = self._embedder.embed_query(question.query)
         hits = self._sources_for(question.query, question.options, vector)
-        gate = self._calibrated(question.query, self._extractive(question.query, hits, vector), vector)
+        gate = self._calibrated(
+            question.query, self._extractive(question.query, hits, vector), vector, scope=question.options
+        )
         if self._generator is None or gate.abstained:  # nothing relevant: no LLM call is made
             offline = replace(
                 gate, question=question.text, queries=(question.query,), usage=usage.to_dict(),
@@ -143,10 +149,12 @@ class Answerer:
         return ExtractiveAnswerer(self._embedder, config).answer(query, hits, vector)
 
     def _calibrated(
-        self, query: str, answer: Answer, vector: np.ndarray, check: CitationCheck | None = None, gate: bool = True
+        self, query: str, answer: Answer, vector: np.ndarray, check: CitationCheck | None = None, gate: bool = True,
+        scope: SearchOptions | None = None,
     ) -> Answer:
         """`answer` with its calibrated confidence; with `gate`, an abstention when the documents
-        probably hold no answer (an LLM's answer passed that gate as the extractive one before it).
+        probably hold no answer (an LLM's answer passed that gate as the extractive one before it);
+        `scope` (the question's search options) lets `unknown_name` look a name up in the documents asked.
         `answer_min_answerable` 0 turns the whole gate off, the rules on unknown settings, names and words with it:
         bench/calibrate_answers.py needs every answer the extractive answerer would give."""
         stats = self._store.term_statistics(query)
@@ -154,8 +162,9 @@ class Answerer:
         calibrated = calibrate(features, check)
         threshold = ABSTAIN_BELOW if self._settings.answer_min_answerable is None else self._settings.answer_min_answerable
         unlikely = calibrated.p_answerable < threshold and not quotes_what_was_asked(features)
+        lookup = None if scope is None else self._keyword_lookup(scope, NAME_LOOKUP)
         if gate and not answer.abstained and threshold > 0 and (
-            unlikely or unknown_setting(query, stats, answer.hits) or unknown_name(query, stats, answer.hits)
+            unlikely or unknown_setting(query, stats, answer.hits) or unknown_name(query, stats, answer.hits, lookup)
             or unknown_words(stats)
         ):
             answer = replace(answer, answer=ABSTENTION_TEXT, abstained=True, citations=())
@@ -254,16 +263,22 @@ class Answerer:
 
     def _answerable(self, options: SearchOptions) -> Answerable:
         """A follow-up's check: a keyword search for its subject finds a passage naming it."""
-        quick = replace(options, mode="keyword", top_k=3, per_document=1, min_score=None, graph=False, rerank=False)
+        search = self._keyword_lookup(options, FOLLOW_UP_LOOKUP, per_document=1)
+        return lambda subject: names_subject(subject, [hit.chunk for hit in search(subject)])
 
-        def answerable(subject: str) -> bool:
+    def _keyword_lookup(self, options: SearchOptions, top_k: int, per_document: int = 0) -> Callable[[str], list[Hit]]:
+        """A keyword search for a word or phrase in the scope of `options`: its first `top_k` chunks,
+        at most `per_document` of a document (0: any number), [] for a phrase with no searchable word."""
+        quick = replace(options, mode="keyword", top_k=top_k, per_document=per_document, min_score=None,
+                        graph=False, rerank=False, top_up=False)
+
+        def lookup(text: str) -> list[Hit]:
             try:
-                hits = self._retriever.search(subject, quick)
+                return self._retriever.search(text, quick)
             except InvalidQueryError:
-                return False
-            return names_subject(subject, [hit.chunk for hit in hits])
+                return []
 
-        return answerable
+        return lookup
 
 
 class AnswerStream:

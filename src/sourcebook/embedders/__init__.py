@@ -37,14 +37,15 @@ def create_embedder(settings: Settings) -> Embedder:
         if factory is not None:
             return factory(settings.model_copy(update={"embedding_model": model}))
     return _cached_local(
-        settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads, settings.embedding_precision
+        settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads, settings.embedding_precision,
+        settings.embedding_query_precision,
     )
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_local(model: str, batch_size: int, threads: int, precision: str) -> Embedder:
+def _cached_local(model: str, batch_size: int, threads: int, precision: str, query_precision: str) -> Embedder:
     """Loading a model costs a couple of seconds; reuse it across knowledge bases in one process."""
-    return LocalEmbedder(model, batch_size, threads, precision)
+    return LocalEmbedder(model, batch_size, threads, precision, query_precision)
 
 
 __all__ = ["EMBEDDERS", "Embedder", "EmbedderFactory", "LocalEmbedder", "create_embedder"]

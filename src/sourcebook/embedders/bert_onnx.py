@@ -203,8 +203,9 @@ def quantize_int8(
     SciFact nDCG@10 within 0.004 of fp32's. INT8_VERSION 3 (the FFN input MatMuls MatMulNBits
     too) kept 0.9986 at about 1.5x; all MatMulNBits with Attention fp32 (`dynamic_ops=()`,
     INT8_VERSION 2) 0.9997 at 1.25x.
-    The price: a text's vector moves a little with its batch (the per-run scales), so an int8
-    model's queries are embedded one at a time (`LocalEmbedder.batch_dependent`). README
+    The price: a text's vector moves a little with its batch (the per-run scales), and with
+    sentence windows SciFact lost 0.005-0.008 when queries were int8 too, so queries go through
+    the fp32 graph by default (`LocalEmbedder.embed_queries`). README
     "Embedding speed" has the candidates' figures and their full SciFact scores.
     """
     if dynamic_ops:

