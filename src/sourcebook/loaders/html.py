@@ -2,7 +2,8 @@
 
 Navigation, banners, forms and hidden elements are page chrome, not content:
 indexing them would make every page of a site match the same queries. So the
-loader reads `<main>` (else a lone `<article>`, else `<body>`) and skips chrome.
+loader reads `<main>` (else a lone `<article>`, else `<body>`) and skips chrome
+(html_boilerplate.py tells what is chrome).
 """
 
 from __future__ import annotations
@@ -14,22 +15,14 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..errors import LoaderError
 from ..models import ParsedDocument
+from .html_boilerplate import HEADINGS, PageStructure, dropped
 from .reference import entry_term
 from .tables import add_introduced_table
 from .text import DocumentBuilder, clean_inline, decode_text
 
-_DROP_TAGS = frozenset(
-    {
-        "script", "style", "noscript", "nav", "aside", "form", "svg", "iframe", "template",
-        "head", "title", "button", "select", "textarea", "object", "embed", "canvas", "map",
-    }
-)  # fmt: skip
-_DROP_ROLES = frozenset({"navigation", "banner", "contentinfo"})
-# <header>/<footer> are the page's banner and footer only outside sectioning content
-# (HTML's own rule for their implicit ARIA roles); inside an article they are content.
-_PAGE_CHROME = frozenset({"header", "footer"})
+# <header>/<footer> are the page's banner and footer only outside sectioning content, which the
+# walk tracks (`in_section`) for `dropped`.
 _SECTIONING = frozenset({"article", "section", "main"})
-_HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _LISTS = frozenset({"ul", "ol", "menu"})
 _BLOCKS = frozenset(
     {
@@ -39,21 +32,6 @@ _BLOCKS = frozenset(
         "tbody", "td", "tfoot", "th", "thead", "tr",
     }
 )  # fmt: skip
-# Navigation that pages mark by class or id rather than by <nav> or a role: DocBook's Prev/Up/Next
-# strips (navheader, navfooter) and tables of contents, AsciiDoc's #toc and "Last updated" #footer,
-# Sphinx's sidebar, breadcrumbs everywhere. Dropped before chunking: they repeat on every page.
-_NAV_CLASSES = frozenset(
-    {
-        "navheader", "navfooter", "toc", "breadcrumb", "breadcrumbs", "sphinxsidebar", "list-of-tables",
-        "list-of-figures", "list-of-examples", "navbar", "navigation", "skip-link", "headerlink",
-    }
-)  # fmt: skip
-_NAV_IDS = frozenset({"toc", "footer", "breadcrumb", "breadcrumbs", "navigation", "sidebar", "toctitle"})
-# DocBook's stylesheets also write the Prev/Up/Next strip as a bare table that says what it is in
-# its summary ("Navigation header", "Navigation footer"; Valgrind's manual): its "<< 4. Memcheck |
-# Up | 6. Callgrind >>" row otherwise ends the page's last section and is quoted in answers.
-_NAV_SUMMARY = re.compile(r"^\s*navigation\b", re.IGNORECASE)
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w:.-]+)|<\?xml[^>]+encoding\s*=\s*["']([\w:.-]+)""",
     re.IGNORECASE,
@@ -68,24 +46,6 @@ def _declared_charset(data: bytes) -> str | None:
     return (match.group(1) or match.group(2)).decode("ascii")
 
 
-def _dropped(node: LexborNode, in_section: bool) -> bool:
-    tag = node.tag
-    if tag in _DROP_TAGS or (tag in _PAGE_CHROME and not in_section):
-        return True
-    attrs = node.attributes
-    classes = (attrs.get("class") or "").split()
-    return (
-        attrs.get("role") in _DROP_ROLES
-        or attrs.get("id") in _NAV_IDS
-        or any(name in _NAV_CLASSES for name in classes)
-        or "breadcrumb" in (attrs.get("aria-label") or "").lower()
-        or (tag == "table" and bool(_NAV_SUMMARY.match(attrs.get("summary") or "")))
-        or ("hidden" in attrs and attrs["hidden"] != "until-found")  # until-found: collapsed, still content
-        or attrs.get("aria-hidden") == "true"
-        or bool(_HIDDEN_STYLE.search(attrs.get("style") or ""))
-    )
-
-
 def _elements(node: LexborNode) -> Iterator[LexborNode]:
     return (child for child in node.iter() if child.is_element_node)
 
@@ -96,8 +56,8 @@ def _text(node: LexborNode, skip: frozenset[str] = frozenset()) -> str:
     for child in node.iter(include_text=True):
         if child.is_text_node:
             parts.append(child.text(deep=False))
-        elif child.is_element_node and child.tag not in skip and not _dropped(child, True):
-            separator = " " if child.tag in _BLOCKS or child.tag in _HEADINGS or child.tag == "br" else ""
+        elif child.is_element_node and child.tag not in skip and not dropped(child, True):
+            separator = " " if child.tag in _BLOCKS or child.tag in HEADINGS or child.tag == "br" else ""
             parts.extend((separator, _text(child, skip), separator))
     return "".join(parts)
 
@@ -111,7 +71,7 @@ def _list_lines(node: LexborNode) -> list[str]:
     """One line per item; nested lists follow their parent item's line."""
     lines = []
     for child in _elements(node):
-        if _dropped(child, True):
+        if dropped(child, True):
             continue
         if child.tag in _LISTS:
             lines.extend(_list_lines(child))
@@ -126,7 +86,7 @@ def _nested_lists(node: LexborNode) -> Iterator[LexborNode]:
     for child in _elements(node):
         if child.tag in _LISTS:
             yield child
-        elif not _dropped(child, True):
+        elif not dropped(child, True):
             yield from _nested_lists(child)
 
 
@@ -144,11 +104,16 @@ def _is_layout_table(table: LexborNode) -> bool:
 class _HtmlWalker:
     """Walks the DOM in reading order; inline text gathers until a block boundary."""
 
-    def __init__(self, builder: DocumentBuilder) -> None:
+    def __init__(self, builder: DocumentBuilder, chrome: set[int], entry_anchors: dict[int, str]) -> None:
         self.builder = builder
+        self.chrome = chrome
+        """mem_ids of the blocks `PageStructure.chrome` found to be navigation: skipped like named chrome."""
         self.inline: list[str] = []
         self.entry_depth = 0
-        """How many definition lists the walk is inside (their entries nest in the heading path)."""
+        """How many definition lists the walk is inside (their entries nest in the heading path),
+        plus one while an entry opened by an anchor is open (`_anchor_entry`)."""
+        self.entry_anchors = entry_anchors
+        self.in_anchor_entry = False
 
     def walk(self, node: LexborNode, in_section: bool) -> None:
         """Read a block container: its content, then close the paragraph it left open."""
@@ -159,16 +124,33 @@ class _HtmlWalker:
         for child in node.iter(include_text=True):
             if child.is_text_node:
                 self.inline.append(child.text(deep=False))
-            elif child.is_element_node and not _dropped(child, in_section):
+            elif child.is_element_node and not dropped(child, in_section) and child.mem_id not in self.chrome:
+                if child.mem_id in self.entry_anchors:
+                    self._anchor_entry(self.entry_anchors[child.mem_id])
                 self._element(child, in_section)
+
+    def _anchor_entry(self, term: str) -> None:
+        """An anchor the page's index lists, with no heading after it, starts an entry titled by the
+        index's text (PageStructure), outside definition lists. Text before it in an unclosed
+        paragraph (`<p>See also ... <a name=next></a>`, as SQLite's pages have) ends there. The
+        entry lasts to the next one or the next heading; definition lists inside it nest under it."""
+        if self.entry_depth != int(self.in_anchor_entry):
+            return
+        self.flush()
+        self.builder.entry(term)
+        self.in_anchor_entry = True
+        self.entry_depth = 1
 
     def _element(self, node: LexborNode, in_section: bool) -> None:
         tag = node.tag
         if tag == "br":
             self.inline.append("\n")
-        elif tag in _HEADINGS:
+        elif tag in HEADINGS:
             self.flush()
-            self.builder.heading(_HEADINGS[tag], _text(node))
+            self.builder.heading(HEADINGS[tag], _text(node))
+            if self.in_anchor_entry and self.entry_depth == 1:  # the heading closed the entry
+                self.in_anchor_entry = False
+                self.entry_depth = 0
         elif tag in _LISTS:
             self.flush()
             self.builder.add("list", "\n".join(_list_lines(node)))
@@ -197,7 +179,7 @@ class _HtmlWalker:
         depth = self.entry_depth
         terms: list[str] = []
         for child in _elements(node):
-            if _dropped(child, True):
+            if dropped(child, True):
                 continue
             if child.tag == "dt":
                 terms.append(_text(child))
@@ -252,8 +234,10 @@ def add_html(builder: DocumentBuilder, text: str, source: str) -> LexborHTMLPars
     tree = LexborHTMLParser(text)
     blocks_before = builder.block_count
     try:
+        page = PageStructure(tree.body or tree.root, source)
         for root in _content_roots(tree):
-            _HtmlWalker(builder).walk(root, in_section=root.tag != "body")
+            walker = _HtmlWalker(builder, page.chrome(root), page.entry_terms)
+            walker.walk(root, in_section=root.tag != "body")
             if builder.block_count > blocks_before:
                 break
     except RecursionError:
