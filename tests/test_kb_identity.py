@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sourcebook import KnowledgeBase
+from sourcebook.errors import DocumentNotFoundError
 from sourcebook.stores.sqlite import schema as sqlite_schema
 
 
@@ -71,6 +72,15 @@ def test_show_and_remove_by_either_spelling(kb: KnowledgeBase, corpus: Path) -> 
     assert kb.remove(str(corpus / "b.md")).source.endswith("b.md")
     assert [Path(r.source).name for r in kb.documents()] == ["c.txt"]
 
+
+
+def test_a_tilde_naming_no_user_is_a_missing_document_not_a_crash(kb: KnowledgeBase) -> None:
+    """`~[` names no user: pathlib's expanduser raises RuntimeError, which the API's
+    `DELETE /v1/documents/~%5B` answered with a 500 (found by the schema fuzz test)."""
+    with pytest.raises(DocumentNotFoundError):
+        kb.remove("~[")
+    with pytest.raises(DocumentNotFoundError):
+        kb.document("~nosuchuser-sourcebook/a.md")
 
 def rewind_to_typed_sources(db: Path, typed: dict[str, str]) -> None:
     """Make `db` a file of the schema before resolved paths, whose documents keep the spelling

@@ -26,10 +26,17 @@ def document_id(collection: str, source: str, tenant: str = DEFAULT_TENANT) -> s
 
 def normalize_source(source: str) -> str:
     """A file's identity: its resolved path (absolute, symlinks resolved), so `add docs/`, `add
-    /home/me/docs` and a link to it name the same documents. URLs pass as they are."""
+    /home/me/docs` and a link to it name the same documents. URLs pass as they are. A `~user`
+    prefix naming no user stays literal, as a shell leaves it (pathlib raises RuntimeError,
+    which reached `DELETE /v1/documents/~%5B` as a 500)."""
     if is_url(source):
         return source
-    return str(Path(source).expanduser().resolve())
+    path = Path(source)
+    try:
+        path = path.expanduser()
+    except RuntimeError:
+        pass
+    return str(path.resolve())
 
 
 def source_readable(record: DocumentRecord) -> bool:
