@@ -155,3 +155,30 @@ def test_texinfo_node_anchors_before_a_navigation_strip_still_point_at_headings(
 def test_a_hidden_main_is_still_read_as_the_pages_content() -> None:
     html = f'<body>{SITE_MENU}<main hidden><h1>Guide</h1><p>Read <a href="a.html">this</a> and <a href="b.html">that</a>.</p></main></body>'
     assert texts(load(html)) == ["Guide", "Read this and that."]
+
+
+TEXINFO_NODE = """<div class="section-level-extent" id="{id}"><div class="nav-panel"><p>
+Next: <a href="#{next}" accesskey="n" rel="next">{next}</a>, Previous: <a href="#{prev}" accesskey="p" rel="prev">{prev}</a>,
+Up: <a href="#Top" accesskey="u" rel="up">Time</a> &nbsp; [<a href="#SEC_Contents" title="Table of contents" rel="contents">Contents</a>][<a
+href="#Index" title="Index" rel="index">Index</a>]</p></div>
+<h3 class="section">{id}</h3><p>{body}</p>{menu}</div>"""
+
+
+def test_texinfo_next_previous_up_strips_mid_page_and_node_menus_are_dropped() -> None:
+    menu = '<ul class="mini-toc"><li><a href="#Format" accesskey="1">Format</a></li><li><a href="#Examples" accesskey="2">Examples</a></li></ul>'
+    nodes = [("Setting", "Top", "Format", "The format string decides what is shown.", menu),
+             ("Format", "Setting", "Examples", "Use %e for the elapsed time.", ""),
+             ("Examples", "Format", "Accuracy", "See <a href='#Format'>Format</a> and <a href='#Setting'>Setting</a>.", "")]
+    body = "".join(TEXINFO_NODE.format(id=i, prev=p, next=n, body=b, menu=m) for i, p, n, b, m in nodes)
+    assert texts(load(f'<body><h1 id="Top">GNU time</h1><p>Measures programs.</p>{body}</body>', "time.html")) == [
+        "GNU time", "Measures programs.",
+        "Setting", "The format string decides what is shown.",
+        "Format", "Use %e for the elapsed time.",
+        "Examples", "See Format and Setting.",  # links in running text are the text's own
+    ]
+
+
+def test_a_short_list_of_links_in_a_section_is_not_a_sequence_strip_without_sequence_links() -> None:
+    html = """<body><h1>Tools</h1><p>Intro.</p><h2>Related</h2><p><a href="a.html">Memcheck</a> | <a href="b.html">Massif</a></p>
+<h2>Next</h2><p>Last words.</p></body>"""
+    assert "Memcheck | Massif" in texts(load(html))

@@ -39,11 +39,13 @@ _PAGE_CHROME = frozenset({"header", "footer"})
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
 # Navigation that pages mark by class or id rather than by <nav> or a role: DocBook's Prev/Up/Next
 # strips (navheader, navfooter) and tables of contents, AsciiDoc's #toc and "Last updated" #footer,
-# Sphinx's sidebar, breadcrumbs everywhere. Dropped before chunking: they repeat on every page.
+# Sphinx's sidebar, Texinfo's menus of a node's subsections, breadcrumbs everywhere. Dropped
+# before chunking: they repeat on every page, or repeat the headings that follow.
 _NAV_CLASSES = frozenset(
     {
         "navheader", "navfooter", "toc", "breadcrumb", "breadcrumbs", "sphinxsidebar", "list-of-tables",
         "list-of-figures", "list-of-examples", "navbar", "navigation", "skip-link", "headerlink",
+        "section-toc", "mini-toc",
     }
 )  # fmt: skip
 _NAV_IDS = frozenset({"toc", "footer", "breadcrumb", "breadcrumbs", "navigation", "sidebar", "toctitle"})
@@ -68,6 +70,11 @@ TOC_HEADING_LINKS = 0.8
 TOC_COVERAGE = 0.5
 """... and links to at least this share of the page's headings: a list that links to three of
 thirty sections ("detected errors: misuses, deadlocks, races") is the text's own list."""
+SEQUENCE_RELS = frozenset({"next", "prev", "previous", "up", "first", "last", "start", "contents", "index", "home"})
+"""`rel` values of links that step through a manual (HTML's link types; Texinfo writes them on every
+node's "Next: ... Previous: ... Up: ... [Contents][Index]" strip)."""
+SEQUENCE_ACCESSKEYS = frozenset({"n", "p", "u"})
+"""Access keys of next, previous and up links (Texinfo's and DocBook's strips carry them)."""
 MIN_INDEX_ENTRIES = 3
 """Anchors an index must list before they are read as entries: an index is a list, and one
 stray in-page link to an anchor does not make the text after it an entry."""
@@ -118,11 +125,14 @@ class _Links:
     links: int = 0
     headings: int = 0
     heading_chars: int = 0
+    sequence_links: int = 0
+    """Links marked as next, previous, up, contents or index (`SEQUENCE_RELS`, `SEQUENCE_ACCESSKEYS`)."""
 
     def add(self, other: _Links) -> None:
         self.chars += other.chars
         self.link_chars += other.link_chars
         self.links += other.links
+        self.sequence_links += other.sequence_links
         self.headings += other.headings
         self.heading_chars += other.heading_chars
 
@@ -137,6 +147,13 @@ class _Links:
                 or self.chars - self.link_chars <= NAV_TEXT_PER_LINK * self.links
             )
         )
+
+    @property
+    def sequence_strip(self) -> bool:
+        """Navigation whose links are mostly marked as stepping through the manual: a "Next |
+        Previous | Up" strip, chrome wherever it stands (Texinfo puts one before every node's
+        heading, mid-page)."""
+        return self.navigation and 2 * self.sequence_links >= self.links
 
 
 class PageStructure:
@@ -180,6 +197,9 @@ class PageStructure:
                     links.add(self._measure(child, child_tag, child_attrs))
         if tag == "a" and "href" in attrs:
             links.link_chars, links.links = links.chars, 1
+            rels = set((attrs.get("rel") or "").lower().split())
+            access_key = (attrs.get("accesskey") or "").lower()
+            links.sequence_links = int(bool(rels & SEQUENCE_RELS) or access_key in SEQUENCE_ACCESSKEYS)
         elif tag in HEADINGS:
             links.headings, links.heading_chars = 1, links.chars
         self.of[node.mem_id] = links
@@ -221,8 +241,8 @@ class PageStructure:
 
     def chrome(self, root: LexborNode) -> set[int]:
         """The mem_ids of blocks under `root` to drop as navigation: link-dense blocks before the
-        first heading and after the section holding the last one, and tables of contents
-        anywhere. A page without a heading keeps all: its links may be all it has (an index)."""
+        first heading and after the section holding the last one, and tables of contents and
+        next/previous/up strips anywhere. A page without a heading keeps all: its links may be all it has (an index)."""
         links = self.of.get(root.mem_id)  # a <main hidden> is still read when it is the root
         headings = links.headings if links is not None else 0
         if not headings:
@@ -231,7 +251,7 @@ class PageStructure:
         self._edge(root, found, reverse=False)
         self._edge(root, found, reverse=True)
         chrome = {node.mem_id for node in found}
-        self._tables_of_contents(root, chrome, headings)
+        self._chrome_anywhere(root, chrome, headings)
         return chrome
 
     def _edge(self, node: LexborNode, chrome: list[LexborNode], reverse: bool) -> bool:
@@ -256,14 +276,15 @@ class PageStructure:
         chrome.extend(found)
         return False
 
-    def _tables_of_contents(self, node: LexborNode, chrome: set[int], headings: int) -> None:
+    def _chrome_anywhere(self, node: LexborNode, chrome: set[int], headings: int) -> None:
+        """Tables of contents and sequence strips under `node`, whatever their place in the page."""
         for child in self._visible_children(node):
             if child.mem_id in chrome or self.of[child.mem_id].tag in _CODE:
                 continue
-            if self._table_of_contents(child, headings):
+            if self.of[child.mem_id].sequence_strip or self._table_of_contents(child, headings):
                 chrome.add(child.mem_id)
             else:
-                self._tables_of_contents(child, chrome, headings)
+                self._chrome_anywhere(child, chrome, headings)
 
     def _table_of_contents(self, node: LexborNode, headings: int) -> bool:
         """Links to the page's own headings, to many of them, and little else: the headings again."""
