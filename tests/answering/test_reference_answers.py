@@ -351,3 +351,19 @@ def test_an_answer_takes_three_chunks_of_a_document_before_other_documents(examp
     hits = [hit.chunk.id for hit in example_kb.ask(question).hits]
     assert _capped(ranked, 5, 2) != _capped(ranked, 5, 3)  # the question tells the two caps apart
     assert hits == _capped(ranked, 5, 3)
+
+
+def test_follow_ups_read_as_a_users_questions() -> None:
+    title = "Dvips: A DVI-to-PostScript translator"
+    chunks = [
+        chunk(("Dvips", "Option details", "‘-T hsize,vsize’"), "Set the paper size to (hsize,vsize).", title),
+        chunk(("Dvips", "Configuration file paper size command"), "The @ command sets the paper size.", title),
+        chunk(("FAQ", "How do I create a new database?"), "Run sqlite3 with the file's name.", "SQLite FAQ"),
+        chunk(("Guide", "How to install on a server"), "Copy the binary.", "Guide"),
+    ]
+    assert offline_follow_ups(chunks, set(), "", lambda subject: True) == (
+        "What does -T do?",  # Texinfo's quotes around an option are typography
+        "What does Dvips say about Configuration file paper size command?",
+        "How do I create a new database?",
+    )
+    assert offline_follow_ups(chunks[3:], set(), "", lambda subject: True) == ("How do I install on a server?",)

@@ -36,6 +36,8 @@ _DIGIT = re.compile(r"\d")
 _WANTS_FILE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?files?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"\b\w[\w-]+\.[a-z]{2,5}\b")  # texmf.cnf, massif.out; not "e.g."
 _LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
+_OPENING_QUOTES = frozenset("‘“'\"`")
+_CLOSING_QUOTES = frozenset("’”'\"`")
 _NEGATABLE = re.compile(r"--\[no-\]([\w-]+)")
 
 _BACK_REFERENCE = re.compile(
@@ -91,8 +93,17 @@ def entry_term(chunk: StoredChunk) -> str | None:
     variable or API (`--force`, `core.autocrlf`, `max_connections (integer)`, `<refspec>`)."""
     if not chunk.heading_path:
         return None
-    term = chunk.heading_path[-1]
+    term = unquoted(chunk.heading_path[-1])
     return term if looks_like_term(term) else None
+
+
+def unquoted(heading: str) -> str:
+    """A heading without the quotes around all of it: Texinfo writes its option entries as
+    `‘-T hsize,vsize’`, and the quotes are typography, not part of the name."""
+    stripped = heading.strip()
+    while len(stripped) > 2 and stripped[0] in _OPENING_QUOTES and stripped[-1] in _CLOSING_QUOTES:
+        stripped = stripped[1:-1].strip()
+    return stripped
 
 
 def looks_like_term(heading: str) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from ..errors import GeneratorError
 from ..generators import Generation, Generator
 from ..models import StoredChunk
-from .focus import Focus, asks_about, entry_term, term_names
+from .focus import Focus, asks_about, entry_term, term_names, unquoted
 from .prompts import follow_up_request
 
 COUNT = 3
@@ -36,6 +36,7 @@ GENERIC_HEADINGS = frozenset(
     """.split()
 )
 """Headings that name a kind of section, not a subject: no one asks "what does it say about Note?"."""
+_HOW_TO = re.compile(r"how to\s+(.+)", re.IGNORECASE)
 _GENERIC_PHRASES = frozenset({"see also", "return value", "exit status", "more information", "further reading"})
 
 
@@ -44,8 +45,25 @@ def _section(chunk: StoredChunk) -> str:
 
 
 def _topic(heading: str) -> str:
-    """A heading as the object of a question: without its numbering ("4. ") or final "?"."""
-    return re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+", "", heading).rstrip(" ?:")
+    """A heading as the object of a question: without its numbering ("4. "), quotes or final "?"."""
+    return unquoted(re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+", "", heading)).rstrip(" ?:")
+
+
+def _short_title(title: str) -> str:
+    """What a user calls a document: "Dvips" for "Dvips: A DVI-to-PostScript translator"."""
+    name = re.split(r":\s| [-–—] ", title, maxsplit=1)[0].strip()
+    return name if 2 <= len(name) <= 40 else title
+
+
+def _section_question(heading: str, topic: str, title: str) -> str:
+    """The question a section answers, in a user's words: a FAQ's own question, "How do I ...?"
+    for a how-to, else what the document says about the topic."""
+    if heading.rstrip().endswith("?") and len(topic.split()) >= 3:
+        return topic + "?"
+    how_to = _HOW_TO.match(topic)
+    if how_to:
+        return f"How do I {how_to.group(1)}?"
+    return f"What does {_short_title(title)} say about {topic}?"
 
 
 def is_generic(topic: str) -> bool:
@@ -80,7 +98,9 @@ def _candidate(chunk: StoredChunk) -> tuple[str, str] | None:
     topic = _topic(chunk.heading_path[-1])
     if len(topic) < 3 or is_generic(topic):
         return None
-    return topic, f"What does {chunk.title} say about {topic}?"
+    return topic, _section_question(chunk.heading_path[-1], topic, chunk.title)
+
+
 def llm_follow_ups(
     generator: Generator, question: str, answer: str, chunks: Sequence[StoredChunk]
 ) -> tuple[tuple[str, ...], Generation | None, str | None]:
