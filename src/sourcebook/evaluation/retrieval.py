@@ -7,7 +7,9 @@ The index is a knowledge base file per dataset, under the user's cache folder,
 keyed by the dataset's path and every setting that changes what gets indexed:
 changing the model or the chunking gets a fresh index instead of silently mixing
 vectors, while re-running an unchanged setup costs one hash per record (ingestion
-is incremental). Searches use `per_document=1`, since qrels judge documents.
+is incremental). Searches use `per_document=1`, since qrels judge documents, and each document
+counts once in a ranking (a search tops up with more chunks of the same documents when fewer
+documents than `top_k` match).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..errors import InvalidQueryError
 from ..ingest import ProgressHandler
 from ..kb import KnowledgeBase
 from ..loaders.beir import MEDIA_TYPE
-from ..models import DocumentStatus, IngestResult
+from ..models import DocumentStatus, Hit, IngestResult
 from ..retrieval import MODES
 from ..settings import RetrievalMode, Settings
 from .dataset import BeirDataset, load_dataset
@@ -160,6 +162,11 @@ def evaluate_retrieval(
     )
 
 
+def _documents(hits: Sequence[Hit]) -> list[str]:
+    """The documents a ranking of hits names, each once, in rank order."""
+    return list(dict.fromkeys(hit.chunk.source for hit in hits))
+
+
 def _evaluate_mode(
     kb: KnowledgeBase, dataset: BeirDataset, mode: RetrievalMode, ks: tuple[int, ...], on_query: QueryCallback | None
 ) -> ModeReport:
@@ -172,12 +179,12 @@ def _evaluate_mode(
         start = time.perf_counter()
         hits = kb.search(text, mode=mode, top_k=first, per_document=1)
         timings.append((time.perf_counter() - start) * 1000)
-        runs[first][query_id] = [h.chunk.source for h in hits]
+        runs[first][query_id] = _documents(hits)
         if on_query:
             on_query(mode)
     for k in rest:
         batches = kb.search_many(texts, mode=mode, top_k=k, per_document=1)
-        runs[k] = {q: [h.chunk.source for h in hits] for q, hits in zip(ids, batches)}
+        runs[k] = {q: _documents(hits) for q, hits in zip(ids, batches)}
     metrics: dict[str, float] = {}
     for name, measure in (("ndcg", mean_ndcg), ("recall", mean_recall), ("mrr", mean_mrr)):
         for k in ks:
