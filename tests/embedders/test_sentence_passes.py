@@ -14,6 +14,8 @@ from sourcebook.embedders.sentence_passes import spans_of
 from sourcebook.profiling import profiled
 from sourcebook.stores import open_store
 
+from .test_late_chunking import CountingSession
+
 TITLE = "Harbor notes"
 FIRST = "The ferry leaves the harbor at seven every morning."
 SECOND = "Tickets are sold at the kiosk beside the pier."
@@ -27,18 +29,6 @@ def span_of(part: str) -> tuple[int, int]:
 
 
 WINDOWS = [(span_of(TITLE), span_of(FIRST), span_of(SECOND)), (span_of(TITLE), span_of(SECOND), span_of(THIRD))]
-
-
-class CountingSession:
-    """The model's onnxruntime session, recording the rows of every run."""
-
-    def __init__(self, inner) -> None:
-        self._inner = inner
-        self.rows: list[int] = []
-
-    def run(self, outputs, feeds):
-        self.rows.append(len(feeds["input_ids"]))
-        return self._inner.run(outputs, feeds)
 
 
 @pytest.fixture(scope="module")
