@@ -7,7 +7,9 @@ Designs (chunking/windows.py, embedders/late_chunking.py):
   every window's pool (`late_windows = true`);
 - "late-no-prefix": the same, the window's own tokens only;
 - "confined": pooled from the chunk's pass with each token attending only to its window
-  neighbourhood, the last layer run twice (`window_pooling = "confined"`).
+  neighbourhood, the last layer run twice (`window_pooling = "confined"`);
+- "sentences": the prefix and each sentence embedded alone, the windows and the chunk's own
+  vector pooled from those passes (`window_pooling = "sentences"`).
 
 `cost` chunks the first `--limit` SciFact records as `add` does and times, in one process and
 interleaved, the model on the chunks alone, on the chunks and their windows as texts
@@ -76,6 +78,7 @@ def cost(limit: int, repeat: int) -> None:
         "separate": lambda: embedder.embed_documents(texts + windows),
         "late": lambda: spans.embed_documents_with_spans(texts, pooled),
         "confined": lambda: spans.embed_documents_with_spans(texts, pooled, confine=True),
+        "sentences": lambda: spans.embed_documents_with_spans(texts, pooled, apart=True),
     }
     embedder.embed_documents(texts[:64])  # warm the kernels
     rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in designs}
@@ -150,7 +153,7 @@ def main() -> None:
     timing.add_argument("--limit", type=int, default=200)
     timing.add_argument("--repeat", type=int, default=3)
     scoring = commands.add_parser("quality", help="`sourcebook eval retrieval` with one design")
-    scoring.add_argument("design", choices=("confined", "separate", "late", "late-no-prefix"))
+    scoring.add_argument("design", choices=("confined", "separate", "sentences", "late", "late-no-prefix"))
     scoring.add_argument("dataset")
     scoring.add_argument("--db", required=True)
     partial = commands.add_parser("prefix", help="score the ready first records of a SciFact index being built")

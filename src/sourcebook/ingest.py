@@ -428,6 +428,7 @@ class Ingestor:
         so set: `_plan_windows` pools confined windows only from an embedder that confines)."""
         spans = span_embedder(self.embedder)
         confine = self._window_pooling() == "confined"
+        apart = self._window_pooling() == "sentences"
         progress = _ChunkProgress(self._emit, chunks, len(requests))
         vectors: list[np.ndarray] = []
         pooled: list[np.ndarray] = []
@@ -438,7 +439,9 @@ class Ingestor:
             texts = [text for text, _ in part]
             windows = [w for _, w in part]
             if spans is not None and any(windows):
-                part_vectors, part_windows = spans.embed_documents_with_spans(texts, windows, progress, confine=confine)
+                part_vectors, part_windows = spans.embed_documents_with_spans(
+                    texts, windows, progress, confine=confine, apart=apart
+                )
             else:  # no windows to pool (`_plan_windows` queued them as texts, or there are none)
                 part_vectors, part_windows = self.embedder.embed_documents(texts, progress), [_NO_WINDOWS] * len(part)
             vectors.append(part_vectors)
@@ -461,6 +464,8 @@ class Ingestor:
             pooling = "late" if document.characters > self.settings.long_document_characters else "separate"
         embedder = span_embedder(self.embedder) if pooling != "separate" else None
         if pooling == "confined" and not getattr(embedder, "confines_windows", False):
+            return False
+        if pooling == "sentences" and not getattr(embedder, "embeds_spans_apart", False):
             return False
         return embedder is not None
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from tokenizers import Encoding
 
+from ..profiling import count
 from .base import Window
 
 
@@ -62,6 +63,13 @@ def padded(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         ids[i, : len(row)] = row
         mask[i, : len(row)] = 1
     return ids, mask
+
+
+def count_batch(lengths: list[int]) -> None:
+    """Profile one padded batch (`add --profile`): its real tokens, and the tokens the model
+    computed, every row padded to the longest."""
+    count("tokens", sum(lengths))
+    count("padded_tokens", len(lengths) * max(lengths))
 
 
 def plain_feeds(ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:

@@ -38,10 +38,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import ConfigurationError, EmbeddingError
-from ..profiling import count, stage
+from ..profiling import stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
 from .coalescing import QueryCoalescer
-from .late_chunking import confined_attention, padded, plain_feeds, pool_windows, token_batch
+from .late_chunking import confined_attention, count_batch, padded, plain_feeds, pool_windows, token_batch
+from .sentence_passes import embed_apart
 
 _Result = TypeVar("_Result")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -196,13 +197,6 @@ def _built_apart(bert_dir: Path, precision: str, target: Path) -> bool:
     return target.exists()
 
 
-def _count_batch(lengths: list[int]) -> None:
-    """Profile one padded batch (`add --profile`): its real tokens, and the tokens the model
-    computed, every row padded to the longest."""
-    count("tokens", sum(lengths))
-    count("padded_tokens", len(lengths) * max(lengths))
-
-
 def _libc_malloc_trim() -> Callable[[int], int] | None:
     """glibc's `malloc_trim`, None elsewhere (musl and macOS lack it; Windows has no `CDLL(None)`)."""
     try:
@@ -303,6 +297,8 @@ class LocalEmbedder:
         self.pools_spans = self._pooling == "mean" and len(self._session.get_outputs()[0].shape or ()) == 3
         # A graph built by bert_onnx can also confine the windows' attention (late_chunking.py).
         self.confines_windows = self.pools_spans and {"token_mask", "window_rows"} <= self._input_names
+        # Any mean-pooled graph with token outputs can run the window spans alone (sentence_passes.py).
+        self.embeds_spans_apart = self.pools_spans
         self.dimension = int(self.embed_documents(["dimension probe"]).shape[1])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -395,7 +391,7 @@ class LocalEmbedder:
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
             out[batch] = vectors
-            _count_batch([len(rows[i]) for i in batch])
+            count_batch([len(rows[i]) for i in batch])
             if progress:
                 progress(len(batch))
         assert out is not None
@@ -491,6 +487,7 @@ class LocalEmbedder:
         spans: Sequence[Sequence[Window]],
         progress: ProgressCallback | None = None,
         confine: bool = False,
+        apart: bool = False,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """`embed_documents(texts)` and, from the same forward pass, the vectors of each text's
         windows (`SpanEmbedder`, late chunking): the windows cost no model run of their own.
@@ -498,7 +495,10 @@ class LocalEmbedder:
         token attending only to its window neighbourhood (`confined_attention`) and its last layer
         twice: with full attention for the text's vector, confined for the windows'. Batched by
         token count like `embed_documents`; only a text's first `_SEGMENT_CHARS` characters are
-        tokenized (the model reads far fewer)."""
+        tokenized (the model reads far fewer). With `apart`, each window span runs alone instead
+        (`sentence_passes.embed_apart`)."""
+        if apart:
+            return embed_apart(self, texts, spans, progress)
         texts = list(texts)
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         windows: list[np.ndarray] = [np.empty((0, self.dimension), np.float32)] * len(texts)
@@ -537,7 +537,7 @@ class LocalEmbedder:
         lengths = [min(len(encoding.ids), limit) for encoding in encodings]
         for batch, (own, pooled) in self._each_batch(self._batches(lengths), pool):
             vectors[batch] = own
-            _count_batch([lengths[i] for i in batch])
+            count_batch([lengths[i] for i in batch])
             for index, found in zip(batch, pooled):
                 windows[index] = found
             if progress:
