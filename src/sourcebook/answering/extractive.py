@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..embedders.base import Embedder
-from ..models import Answer, Citation, Hit
+from ..models import Answer, Citation, Hit, StoredChunk
 from ..reranking import identifiers, named_entry
 from ..chunking import sentence_texts
 from .focus import Focus, bonus, missing_value, stated
@@ -31,6 +31,7 @@ LEXICAL_WEIGHT = 0.25
 SELECTION_MARGIN = 0.12
 MIN_SENTENCE_WORDS = 4
 _LEADER_DOTS = re.compile(r"(?:\.\s?){5,}")  # ". . . . ." or "....." before a page number
+_SECTION_NUMBER = re.compile(r"^(?:\d+\.)+\d*\s+")  # "10. ", "23.1. "
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,19 @@ def is_statement(sentence: str) -> bool:
         and any(ch.islower() for ch in sentence)
         and not _LEADER_DOTS.search(sentence)
     )
+
+
+def heading_keys(chunk: StoredChunk) -> set[str]:
+    """The chunk's headings as a sentence of its text would read them, to keep them out of answers:
+    a heading says what a section is about, never what it says. A numbered HTML section
+    ("10. Converting An Entire Database To A Text File") reaches the sentence splitter as "10."
+    and the title, so the title is also kept without its section number; else it was quoted as
+    the answer to "how do I turn a database into SQL text?" instead of "Use the .dump command"."""
+    keys = set()
+    for heading in (*chunk.heading_path, chunk.title):
+        key = " ".join(heading.lower().split())
+        keys |= {key, _SECTION_NUMBER.sub("", key)}
+    return keys
 
 
 def _defining(question: str, scored: list[ScoredSentence]) -> list[ScoredSentence]:
@@ -114,7 +128,7 @@ class ExtractiveAnswerer:
         firsts: set[int] = set()  # candidates that open their chunk's text (an entry's definition)
         seen: set[str] = set()
         for hit in hits:
-            headings = {" ".join(h.lower().split()) for h in (*hit.chunk.heading_path, hit.chunk.title)}
+            headings = heading_keys(hit.chunk)
             opening = True
             for text in sentence_texts(hit.chunk.text):
                 key = " ".join(text.lower().split())
