@@ -9,7 +9,9 @@ Designs (chunking/windows.py, embedders/late_chunking.py):
 - "confined": pooled from the chunk's pass with each token attending only to its window
   neighbourhood, the last layer run twice (`window_pooling = "confined"`);
 - "sentences": the prefix and each sentence embedded alone, the windows and the chunk's own
-  vector pooled from those passes (`window_pooling = "sentences"`).
+  vector pooled from those passes (`window_pooling = "sentences"`);
+- "pairs": every other window embedded as a text, the windows between and the chunk's vector
+  pooled from those passes (`window_pooling = "pairs"`).
 
 `cost` chunks the first `--limit` SciFact records as `add` does and times, in one process and
 interleaved, the model on the chunks alone, on the chunks and their windows as texts
@@ -78,7 +80,8 @@ def cost(limit: int, repeat: int) -> None:
         "separate": lambda: embedder.embed_documents(texts + windows),
         "late": lambda: spans.embed_documents_with_spans(texts, pooled),
         "confined": lambda: spans.embed_documents_with_spans(texts, pooled, confine=True),
-        "sentences": lambda: spans.embed_documents_with_spans(texts, pooled, apart=True),
+        "sentences": lambda: spans.embed_documents_with_spans(texts, pooled, apart="sentences"),
+        "pairs": lambda: spans.embed_documents_with_spans(texts, pooled, apart="pairs"),
     }
     embedder.embed_documents(texts[:64])  # warm the kernels
     rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in designs}
@@ -153,7 +156,7 @@ def main() -> None:
     timing.add_argument("--limit", type=int, default=200)
     timing.add_argument("--repeat", type=int, default=3)
     scoring = commands.add_parser("quality", help="`sourcebook eval retrieval` with one design")
-    scoring.add_argument("design", choices=("confined", "separate", "sentences", "late", "late-no-prefix"))
+    scoring.add_argument("design", choices=("confined", "separate", "sentences", "pairs", "late", "late-no-prefix"))
     scoring.add_argument("dataset")
     scoring.add_argument("--db", required=True)
     partial = commands.add_parser("prefix", help="score the ready first records of a SciFact index being built")

@@ -37,6 +37,7 @@ import numpy as np
 
 from .chunking.parts import chunk_in_parts
 from .embedders.base import Embedder, Window, span_embedder
+from .embedders.sentence_passes import APART_DESIGNS
 from .errors import (
     DocumentNotFoundError, IngestTimeoutError, SourceNotFoundError, SourcebookError, SourceTooLargeError,
 )
@@ -428,7 +429,7 @@ class Ingestor:
         so set: `_plan_windows` pools confined windows only from an embedder that confines)."""
         spans = span_embedder(self.embedder)
         confine = self._window_pooling() == "confined"
-        apart = self._window_pooling() == "sentences"
+        apart = self._window_pooling() if self._window_pooling() in APART_DESIGNS else ""
         progress = _ChunkProgress(self._emit, chunks, len(requests))
         vectors: list[np.ndarray] = []
         pooled: list[np.ndarray] = []
@@ -465,7 +466,7 @@ class Ingestor:
         embedder = span_embedder(self.embedder) if pooling != "separate" else None
         if pooling == "confined" and not getattr(embedder, "confines_windows", False):
             return False
-        if pooling == "sentences" and not getattr(embedder, "embeds_spans_apart", False):
+        if pooling in APART_DESIGNS and not getattr(embedder, "embeds_spans_apart", False):
             return False
         return embedder is not None
 

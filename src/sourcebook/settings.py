@@ -69,12 +69,13 @@ class Settings(BaseSettings):
         True,
         description="also give each chunk's two-sentence windows vectors; vector search scores a chunk by its best",
     )
-    window_pooling: Literal["auto", "confined", "late", "sentences", "separate"] = Field(
+    window_pooling: Literal["auto", "confined", "late", "pairs", "sentences", "separate"] = Field(
         "auto",
         description="how windows get vectors: 'separate' embeds each window as a text (about 2.7x the model time "
         "of the chunks alone); 'confined' pools them from the chunk's own model pass with each token attending "
         "only to its window's neighbourhood (1.2x); 'late' from the plain pass (1x, lower on SciFact); 'sentences' "
-        "embeds the prefix and each sentence alone and pools the windows and the chunk's vector from those passes; 'auto' "
+        "embeds the prefix and each sentence alone and pools the windows and the chunk's vector from those passes; "
+        "'pairs' embeds every other window as a text and pools the ones between and the chunk's vector; 'auto' "
         "separate, but late for a document over long_document_characters; an embedder that cannot pool (a hosted "
         "API) embeds them as texts (README, The quality push)",
     )

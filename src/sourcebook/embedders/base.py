@@ -51,8 +51,8 @@ class SpanEmbedder(Protocol):
     API) embeds the windows as texts. An embedder that can also confine each window's attention
     (`confine=True`) says so with `confines_windows = True` (optional, so not a member here:
     an embedder without it is never called with `confine`); one that can embed each window span
-    alone and pool the windows and the text's vector from those passes (`apart=True`,
-    sentence_passes.py) says so with `embeds_spans_apart = True`."""
+    alone, or every other window, and pool the windows and the text's vector from those passes
+    (`apart="sentences"` or `"pairs"`, sentence_passes.py) says so with `embeds_spans_apart = True`."""
 
     pools_spans: bool
     """False when this instance cannot (a CLS-pooled model, a graph without token outputs)."""
@@ -63,12 +63,13 @@ class SpanEmbedder(Protocol):
         spans: Sequence[Sequence[Window]],
         progress: ProgressCallback | None = None,
         confine: bool = False,
-        apart: bool = False,
+        apart: str = "",
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """`embed_documents(texts)`, and for each text the unit vectors (len(spans[i]), dimension)
         of its windows (character ranges of the text), pooled from the same forward pass; with
         `confine`, a window's tokens attend only to its neighbourhood (late_chunking.py); with
-        `apart`, every span runs alone and the text's vector too is pooled from those passes."""
+        `apart` ("sentences", "pairs"), the windows come from passes of their own and the text's
+        vector too is pooled from those passes."""
 
 
 def span_embedder(embedder: Embedder) -> SpanEmbedder | None:

@@ -42,7 +42,7 @@ from ..profiling import stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
 from .coalescing import QueryCoalescer
 from .late_chunking import confined_attention, count_batch, padded, plain_feeds, pool_windows, token_batch
-from .sentence_passes import embed_apart
+from .sentence_passes import APART_DESIGNS
 
 _Result = TypeVar("_Result")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -197,6 +197,11 @@ def _built_apart(bert_dir: Path, precision: str, target: Path) -> bool:
     return target.exists()
 
 
+def _truncated(row: list[int], limit: int) -> list[int]:
+    """A token row cut to `limit` as the tokenizer cuts it: the first tokens, then the last (the closing special)."""
+    return row if len(row) <= limit else row[: limit - 1] + row[-1:]
+
+
 def _libc_malloc_trim() -> Callable[[int], int] | None:
     """glibc's `malloc_trim`, None elsewhere (musl and macOS lack it; Windows has no `CDLL(None)`)."""
     try:
@@ -323,9 +328,10 @@ class LocalEmbedder:
                 counts[owner] += len(encoding.ids)
         return counts
 
-    def _token_rows(self, texts: Sequence[str]) -> list[list[int]]:
+    def _token_rows(self, texts: Sequence[str], starts: list[list[int]] | None = None) -> list[list[int]]:
         """Each text's model input ids (special tokens included), truncated to the model's limit
-        as the model's own tokenizer would (the first tokens, then the closing special token).
+        as the model's own tokenizer would (the first tokens, then the closing special token);
+        with `starts`, each kept token's first character there too (-1 for a special token).
 
         Only a text's first `_SEGMENT_CHARS` characters are tokenized: a huge text would
         otherwise cost about 1 KB of tokenizer memory per token (issue 17), and the cut (even
@@ -336,8 +342,10 @@ class LocalEmbedder:
         for first in range(0, len(texts), _COUNT_BATCH):
             heads = [text[:_SEGMENT_CHARS] for text in texts[first : first + _COUNT_BATCH]]
             for encoding in self._tokenizer.encode_batch(heads, add_special_tokens=True):
-                ids = encoding.ids
-                rows.append(ids if len(ids) <= limit else ids[: limit - 1] + ids[-1:])
+                rows.append(_truncated(encoding.ids, limit))
+                if starts is not None:
+                    marks = zip(encoding.offsets, encoding.special_tokens_mask, strict=True)
+                    starts.append(_truncated([-1 if special else start for (start, _), special in marks], limit))
         return rows
 
     def _forward(self, rows: Sequence[list[int]], session: Any | None = None) -> np.ndarray:
@@ -487,7 +495,7 @@ class LocalEmbedder:
         spans: Sequence[Sequence[Window]],
         progress: ProgressCallback | None = None,
         confine: bool = False,
-        apart: bool = False,
+        apart: str = "",
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """`embed_documents(texts)` and, from the same forward pass, the vectors of each text's
         windows (`SpanEmbedder`, late chunking): the windows cost no model run of their own.
@@ -495,10 +503,11 @@ class LocalEmbedder:
         token attending only to its window neighbourhood (`confined_attention`) and its last layer
         twice: with full attention for the text's vector, confined for the windows'. Batched by
         token count like `embed_documents`; only a text's first `_SEGMENT_CHARS` characters are
-        tokenized (the model reads far fewer). With `apart`, each window span runs alone instead
-        (`sentence_passes.embed_apart`)."""
+        tokenized (the model reads far fewer). With `apart`, the windows come from passes of their
+        own instead: "sentences" runs each window span alone (`sentence_passes.embed_apart`),
+        "pairs" every other window (`sentence_passes.embed_pairs`)."""
         if apart:
-            return embed_apart(self, texts, spans, progress)
+            return APART_DESIGNS[apart](self, texts, spans, progress)
         texts = list(texts)
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         windows: list[np.ndarray] = [np.empty((0, self.dimension), np.float32)] * len(texts)
