@@ -36,6 +36,16 @@ class CountingSession:
         return self._inner.run(outputs, feeds)
 
 
+def counting_sessions(embedder: LocalEmbedder, monkeypatch) -> list[CountingSession]:
+    """One counting session per model slot (a run takes whichever slot is idle)."""
+    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]
+    idle = queue.SimpleQueue()
+    for each in sessions:
+        idle.put(each)
+    monkeypatch.setattr(embedder, "_idle", idle)
+    return sessions
+
+
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
     return LocalEmbedder()
@@ -46,11 +56,7 @@ def test_the_bundled_model_pools_spans(embedder):
 
 
 def test_windows_cost_no_model_run_of_their_own(embedder, monkeypatch):
-    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]  # a run takes whichever slot is idle
-    idle = queue.SimpleQueue()
-    for each in sessions:
-        idle.put(each)
-    monkeypatch.setattr(embedder, "_idle", idle)
+    sessions = counting_sessions(embedder, monkeypatch)
     windows = [(span_of(FIRST), span_of(SECOND)), (span_of(SECOND), span_of(THIRD))]
     vectors, pooled = embedder.embed_documents_with_spans([TEXT, "a chunk without windows"], [windows, []])
     assert sum(sum(session.rows) for session in sessions) == 2  # one sequence per text, none per window
@@ -128,11 +134,7 @@ def test_confined_attention_keeps_a_sentence_to_its_windows():
 
 
 def test_confined_windows_cost_no_model_run_and_keep_the_chunk_vector_near(embedder, monkeypatch):
-    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]
-    idle = queue.SimpleQueue()
-    for each in sessions:
-        idle.put(each)
-    monkeypatch.setattr(embedder, "_idle", idle)
+    sessions = counting_sessions(embedder, monkeypatch)
     vectors, pooled = embedder.embed_documents_with_spans([LONG, "no windows here"], [long_windows(), []], confine=True)
     assert sum(len(session.rows) for session in sessions) == 1 and sum(sum(s.rows) for s in sessions) == 2
     assert pooled[0].shape == (3, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)

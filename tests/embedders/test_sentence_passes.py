@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import queue
-
 import numpy as np
 import pytest
 
@@ -14,18 +12,7 @@ from sourcebook.embedders.sentence_passes import spans_of
 from sourcebook.profiling import profiled
 from sourcebook.stores import open_store
 
-from .test_late_chunking import CountingSession
-
-TITLE = "Harbor notes"
-FIRST = "The ferry leaves the harbor at seven every morning."
-SECOND = "Tickets are sold at the kiosk beside the pier."
-THIRD = "Photosynthesis turns light into chemical energy in plants."
-TEXT = f"{TITLE}\n{FIRST} {SECOND} {THIRD}"
-
-
-def span_of(part: str) -> tuple[int, int]:
-    start = TEXT.index(part)
-    return start, start + len(part)
+from .test_late_chunking import FIRST, SECOND, TEXT, THIRD, TITLE, counting_sessions, span_of
 
 
 WINDOWS = [(span_of(TITLE), span_of(FIRST), span_of(SECOND)), (span_of(TITLE), span_of(SECOND), span_of(THIRD))]
@@ -37,11 +24,7 @@ def embedder() -> LocalEmbedder:
 
 
 def test_each_span_runs_once_and_the_chunk_not_at_all(embedder, monkeypatch):
-    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]
-    idle = queue.SimpleQueue()
-    for each in sessions:
-        idle.put(each)
-    monkeypatch.setattr(embedder, "_idle", idle)
+    sessions = counting_sessions(embedder, monkeypatch)
     vectors, pooled = embedder.embed_documents_with_spans([TEXT, "no windows here"], [WINDOWS, []], apart="sentences")
     assert sum(sum(session.rows) for session in sessions) == 4 + 1  # title, three sentences; the plain text
     assert pooled[0].shape == (2, embedder.dimension) and pooled[1].shape == (0, embedder.dimension)
@@ -103,11 +86,7 @@ LONG_WINDOWS = [(span_of(TITLE), span_of(a), span_of(b)) for a, b in ((FIRST, SE
 def test_pairs_run_every_other_window_as_its_own_text(embedder, monkeypatch):
     """`apart="pairs"`: windows 0 and 2 are passes of their own, exactly the separately embedded
     windows; window 1 pools its sentences and the shared prefix from those two passes."""
-    sessions = [CountingSession(embedder._session) for _ in range(embedder._runs)]
-    idle = queue.SimpleQueue()
-    for each in sessions:
-        idle.put(each)
-    monkeypatch.setattr(embedder, "_idle", idle)
+    sessions = counting_sessions(embedder, monkeypatch)
     vectors, [pooled] = embedder.embed_documents_with_spans([LONG], [LONG_WINDOWS], apart="pairs")
     assert sum(sum(session.rows) for session in sessions) == 2
     separate = embedder.embed_documents([f"{TITLE}\n{FIRST} {SECOND}", f"{TITLE}\n{SECOND} {THIRD}", f"{TITLE}\n{THIRD} {FOURTH}"])
