@@ -428,8 +428,9 @@ class Ingestor:
         them stopped. A slice with windows to pool runs through the span embedder (confined when
         so set: `_plan_windows` pools confined windows only from an embedder that confines)."""
         spans = span_embedder(self.embedder)
-        confine = self._window_pooling() == "confined"
-        apart = self._window_pooling() if self._window_pooling() in APART_DESIGNS else ""
+        pooling = self._window_pooling()
+        # `apart` only when asked: a span embedder written before it (a plugin's) is never asked it
+        design = {"confine": pooling == "confined", **({"apart": pooling} if pooling in APART_DESIGNS else {})}
         progress = _ChunkProgress(self._emit, chunks, len(requests))
         vectors: list[np.ndarray] = []
         pooled: list[np.ndarray] = []
@@ -440,9 +441,7 @@ class Ingestor:
             texts = [text for text, _ in part]
             windows = [w for _, w in part]
             if spans is not None and any(windows):
-                part_vectors, part_windows = spans.embed_documents_with_spans(
-                    texts, windows, progress, confine=confine, apart=apart
-                )
+                part_vectors, part_windows = spans.embed_documents_with_spans(texts, windows, progress, **design)
             else:  # no windows to pool (`_plan_windows` queued them as texts, or there are none)
                 part_vectors, part_windows = self.embedder.embed_documents(texts, progress), [_NO_WINDOWS] * len(part)
             vectors.append(part_vectors)
