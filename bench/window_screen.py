@@ -32,32 +32,33 @@ def load_chunks(db: str):
         return conn.execute("SELECT seq, text, prefix FROM chunks ORDER BY seq").fetchall()
 
 
-def embed_stats(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per text: sum of last hidden states over content tokens, over special tokens, content count."""
-    rows = embedder._token_rows(texts)
-    dim = 384
-    content = np.zeros((len(texts), dim), np.float32)
-    special = np.zeros((len(texts), dim), np.float32)
-    counts = np.zeros(len(texts), np.int32)
+def run_rows(embedder, rows: list[list[int]], per_row) -> list:
+    """`per_row(hidden states of row i, i)` for every token row, batched as the product batches,
+    with progress every 5,000 rows."""
+    results: list = [None] * len(rows)
 
     def work(batch):
         ids, mask = padded([rows[i] for i in batch])
         hidden = embedder._run(ids, mask)[0]
-        out = []
-        for r, i in enumerate(batch):
-            n = len(rows[i])
-            h = hidden[r, :n]
-            out.append((h[1:-1].sum(0), h[0] + h[-1], n - 2))
-        return out
+        return [per_row(hidden[r, : len(rows[i])], i) for r, i in enumerate(batch)]
 
     done = 0
     t = time.time()
     for batch, res in embedder._each_batch(embedder._batches([len(r) for r in rows]), work):
-        for i, (c, s, n) in zip(batch, res):
-            content[i], special[i], counts[i] = c, s, n
+        for i, value in zip(batch, res):
+            results[i] = value
         done += len(batch)
         if done // 5000 != (done - len(batch)) // 5000:
-            print(f"{done}/{len(texts)} {time.time() - t:.0f}s load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"{done}/{len(rows)} {time.time() - t:.0f}s load {os.getloadavg()[0]:.1f}", flush=True)
+    return results
+
+
+def embed_stats(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per text: sum of last hidden states over content tokens, over special tokens, content count."""
+    results = run_rows(embedder, embedder._token_rows(texts), lambda h, i: (h[1:-1].sum(0), h[0] + h[-1], len(h) - 2))
+    content = np.asarray([c for c, _, _ in results], np.float32)
+    special = np.asarray([s for _, s, _ in results], np.float32)
+    counts = np.asarray([n for _, _, n in results], np.int32)
     return content, special, counts
 
 
@@ -223,35 +224,18 @@ def embed_pairs2(db: str) -> None:
     pieces = sorted(pieces)
     texts = [(f"{p[0]}\n" if p[0] else "") + " ".join(p[1:]) for p in pieces]
     print(f"pairs2: {len(texts)} texts", flush=True)
-    encodings = embedder._tokenizer.encode_batch(texts, add_special_tokens=True)
-    limit = embedder.max_tokens + 2
-    rows = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
-    parts = np.zeros((len(texts), 4, 384), np.float32)  # prefix, first, second, specials
+    starts: list[list[int]] = []
+    rows = embedder._token_rows(texts, starts)  # each token's first character, -1 for a special token
 
-    def work(batch):
-        ids, mask = padded([rows[i] for i in batch])
-        hidden = embedder._run(ids, mask)[0]
-        out = []
-        for r, i in enumerate(batch):
-            n = len(rows[i])
-            starts = np.asarray([o[0] for o in encodings[i].offsets[:n]], dtype=np.int64)
-            p = pieces[i]
-            b1 = len(p[0]) + (1 if p[0] else 0)
-            b2 = b1 + len(p[1])
-            h = hidden[r, :n]
-            group = np.where(starts < b1, 0, np.where(starts < b2, 1, 2))
-            group[0] = group[n - 1] = 3
-            out.append(np.stack([h[group == g].sum(0) for g in range(4)]))
-        return out
+    def groups(h, i):  # prefix, first, second, specials
+        at = np.asarray(starts[i])
+        b1 = len(pieces[i][0]) + (1 if pieces[i][0] else 0)
+        b2 = b1 + len(pieces[i][1])
+        group = np.where(at < 0, 3, np.where(at < b1, 0, np.where(at < b2, 1, 2)))
+        return np.stack([h[group == g].sum(0) for g in range(4)])
 
     t = time.time()
-    done = 0
-    for batch, res in embedder._each_batch(embedder._batches([len(r) for r in rows]), work):
-        for i, value in zip(batch, res):
-            parts[i] = value
-        done += len(batch)
-        if done // 5000 != (done - len(batch)) // 5000:
-            print(f"{done}/{len(texts)} {time.time() - t:.0f}s load {os.getloadavg()[0]:.1f}", flush=True)
+    parts = np.asarray(run_rows(embedder, rows, groups), np.float32)
     print(f"pairs2: {time.time() - t:.0f}s", flush=True)
     np.save(OUT / "pairs2.npy", parts)
     (OUT / "pairs2.json").write_text(json.dumps([list(p) for p in pieces]))

@@ -117,7 +117,8 @@ class Answerer:
         if self._generator is None and question.mode == "full-context":
             raise ConfigurationError("full-context mode needs an LLM: pass --llm provider:model or set SOURCEBOOK_LLM")
         vector = self._embedder.embed_query(question.query)
-        hits = self._sources_for(question.query, question.options, vector)
+        # at most `per_document` of a document first, then topped up to `top_k` (`SearchOptions.top_up`)
+        hits = self._retriever.search(question.query, question.options, vector)
         gate = self._calibrated(
             question.query, self._extractive(question.query, hits, vector), vector, scope=question.options
         )
@@ -135,14 +136,6 @@ class Answerer:
             yield offline
             return
         yield from self._generate(question, hits, vector, usage, stream, self._generator)
-
-    def _sources_for(self, query: str, options: SearchOptions, vector: np.ndarray) -> list[Hit]:
-        """The hits an answer is composed from: at most `per_document` of each document first, so
-        several documents get a say, then topped up to `top_k` with the next best chunks of any
-        document (`SearchOptions.top_up`: one search, which caps and tops up the same ranked list).
-        A knowledge base of one long document (a PDF manual) otherwise gave every answer only
-        `per_document` chunks, and the page that answers was often the third."""
-        return self._retriever.search(query, replace(options, top_up=True), vector)
 
     def _extractive(self, query: str, hits: list[Hit], vector: np.ndarray) -> Answer:
         config = ExtractiveConfig(min_score=self._settings.answer_min_score, max_sentences=self._settings.answer_sentences)
