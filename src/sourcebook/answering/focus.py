@@ -25,8 +25,10 @@ _WANTS_NAME = re.compile(
     re.IGNORECASE,
 )
 # "Which command...", "what configuration variable...": the answer is a name of that kind.
+# Up to two qualifying words, joined by "and"/"or" ("Which date and time function..."), but not an
+# auxiliary verb: "What does the --foo option do?" asks what the option does, not for a name.
 _WANTS_KIND = re.compile(
-    r"\b(?:which|what)\s+(?:[\w-]+\s+)?"
+    r"\b(?:which|what)\s+(?:(?!(?:do|does|did|is|are|was|were|can|should|would|will)\b)[\w-]+\s+(?:(?:and|or)\s+)?){0,2}"
     r"(?:command|option|macro|flag|switch|variable|setting|parameter|key|environment|function|method|alias)s?\b",
     re.IGNORECASE,
 )
@@ -49,11 +51,17 @@ _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _TABLE_RULE = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
 _SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
 _LIST_MAX_LINES = 5  # "...reads options from three places:" then one short line each
-_CLOSING_PUNCTUATION = frozenset(".!?;,\"'")  # a sentence that ends so introduces nothing set apart
+_CLOSING_PUNCTUATION = frozenset(".!?;\"'")  # a sentence that ends so introduces nothing set apart
+# A sentence cut at a paragraph's end after "run," or "via," introduces the display below it, as ":" does.
+_INTRODUCING = frozenset(":,")
 _PROMPT = re.compile(r"^[$%#>] ")  # a shell prompt: the line is a command to type
-# A sentence whose subject is a bare demonstrative ("This tells Valgrind to...", "This is useful
-# for..."): what it is about is the sentence before it. "This option..." names its kind (`referent`).
-_PRONOUN_SUBJECT = re.compile(r"^(?:This|That)\s+[a-z]+s\b")
+# A sentence whose subject is a pronoun ("This tells Valgrind to...", "It automatically enables...",
+# "They are available as part of the ttfutils package"): what it is about is the sentence before it.
+# "This option..." names its kind (`referent`).
+_PRONOUN_SUBJECT = re.compile(
+    r"^(?:(?:This|That|It)(?:\s+[a-z]+ly)?\s+[a-z]+s"
+    r"|(?:They|These|Those)(?:\s+[a-z]+ly)?\s+(?:are|were|have|can|may|must|should|will|[a-z]+[^s\W]))\b"
+)
 _SIGNATURE_LINES = 2  # the name, then its arguments
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
@@ -151,7 +159,7 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
         total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
     if focus.wants_default and _DEFAULT.search(sentence):
         total += DEFAULT_BONUS
-    if focus.wants_name and (identifiers(sentence) or term is not None):
+    if focus.wants_name and (new_names(focus, sentence) or term is not None):
         total += NAME_BONUS
     if focus.wants_number and _DIGIT.search(sentence):
         total += NUMBER_BONUS
@@ -171,9 +179,16 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
         return lambda text: bool(_DIGIT.search(text))
     if focus.wants_file and not any(_FILE_NAME.search(text) for text in chosen):
         return lambda text: bool(_FILE_NAME.search(text))
-    if focus.wants_kind and not any(identifiers(text) for text in chosen):
-        return lambda text: bool(identifiers(text))
+    if focus.wants_kind and not any(new_names(focus, text) for text in chosen):
+        return lambda text: bool(new_names(focus, text))
     return None
+
+
+def new_names(focus: Focus, sentence: str) -> list[str]:
+    """The names `sentence` writes that the question does not: a sentence that repeats the asked
+    "OpenType" or "sqlite3" names nothing the reader was looking for ("Which OpenType flag...?" is
+    answered by the sentence naming fsType)."""
+    return [name for name in identifiers(sentence) if name not in focus.identifiers]
 
 
 def referent(sentence: str, text: str) -> str | None:
@@ -242,18 +257,23 @@ def introduced(sentence: str, text: str) -> str | None:
     could disable expansion by saying:" or "Valgrind also reads options from three places:" says
     nothing); after an example's caption, which has no closing punctuation ("To restore a file in
     the index to match the version in HEAD"), the shell command it captions (`$ git restore
-    --staged hello.c`). Lines of a list are joined by "; ". None when the sentence does not end so
-    or what follows is prose (a line that continues the one above it in lower case)."""
+    --staged hello.c`); after a paragraph that ends in a comma ("To use the IPAex fonts, for example,
+    run,"), the line set apart below it (`kanji-config-updmap --sys ipaex`). Lines of a list are
+    joined by "; ". None when the sentence does not end so or what follows is prose (a line that
+    continues the one above it in lower case)."""
     end = sentence.rstrip()[-1:]
     if end in _CLOSING_PUNCTUATION or sentence not in text:
         return None
-    following = _PARAGRAPH_BREAK.split(text[text.index(sentence) + len(sentence) :].lstrip(), maxsplit=1)[0].strip()
+    rest = text[text.index(sentence) + len(sentence) :]
+    if end == "," and not _PARAGRAPH_BREAK.match(rest.lstrip(" \t")):  # a comma inside a paragraph introduces nothing
+        return None
+    following = _PARAGRAPH_BREAK.split(rest.lstrip(), maxsplit=1)[0].strip()
     lines = [line.strip() for line in following.splitlines() if line.strip()]
     if not lines or len(lines) > _LIST_MAX_LINES or any(len(line) > _SIGNATURE_MAX_CHARS for line in lines):
         return None
     if any(line[0].islower() for line in lines[1:]):  # a paragraph wrapped over lines, not a list
         return None
-    if end != ":" and not all(_PROMPT.match(line) for line in lines):  # a caption introduces commands only
+    if end not in _INTRODUCING and not all(_PROMPT.match(line) for line in lines):  # a caption introduces commands only
         return None
     return "; ".join(lines)
 
