@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from sourcebook.answering.extractive import heading_keys
+from sourcebook.answering.extractive import ScoredSentence, _reading, _selected, heading_keys
+from sourcebook.answering.focus import Focus, missing_value, stated
 from sourcebook.chunking import sentence_texts
+from sourcebook.models import Hit, StoredChunk
+from sourcebook.reranking import identifiers
 from tests.answering.test_reference_answers import chunk as make_chunk
 
 
@@ -16,3 +19,67 @@ def test_a_numbered_section_title_is_a_heading_not_an_answer_sentence() -> None:
     sentences = [s for s in sentence_texts(text) if " ".join(s.lower().split()) not in keys]
     assert sentences == [s for s in sentence_texts(text) if s.startswith(("10.", "Use"))]
     assert "converting an entire database to a text file" in keys
+
+
+def test_a_paragraph_ending_in_a_comma_is_followed_by_the_line_set_apart_below_it() -> None:
+    """"...for example, run," says nothing without the command on the line below it."""
+    run = "To use the IPAex fonts, for example, run,"
+    text = f"Fontmaps are set up with updmap. {run}\n\nkanji-config-updmap --sys ipaex\n\nwhere --sys is system-wide."
+    section = make_chunk(("Manual", "Quick guide"), text)
+    assert stated(run, section) == f"{run} kanji-config-updmap --sys ipaex"
+    inline = make_chunk(("Manual", "Quick guide"), f"{run}\nkanji-config-updmap --sys ipaex and more prose.")
+    assert stated(run, inline) == run  # a comma inside a paragraph introduces nothing
+
+
+def test_a_sentence_whose_subject_is_a_pronoun_is_stated_after_what_it_refers_to() -> None:
+    text = ("CJK users are required to have Subfont Definition Files installed. They are available as part "
+            "of the ttfutils package.\n\nWith the -w option, writing mode can be set. '-w 1' denotes vertical "
+            "writing. It automatically enables the vert feature.")
+    section = make_chunk(("Manual", "Quick guide"), text)
+    assert stated("They are available as part of the ttfutils package.", section) == (
+        "CJK users are required to have Subfont Definition Files installed. "
+        "They are available as part of the ttfutils package."
+    )
+    assert stated("It automatically enables the vert feature.", section).startswith("'-w 1' denotes vertical writing.")
+    assert stated("They are available as part of the ttfutils package.", make_chunk(("M", "S"), "x")) == (
+        "They are available as part of the ttfutils package."
+    )
+
+
+def _scored(text: str, section: StoredChunk, score: float) -> ScoredSentence:
+    return ScoredSentence(text, Hit(1, score, section), score, score, score)
+
+
+def test_a_sentence_shown_with_its_antecedent_takes_one_slot() -> None:
+    """The antecedent, chosen first, is not quoted again; the slot it held goes to the next sentence."""
+    first, then = "CJK users need Subfont Definition Files installed.", "They are available in the ttfutils package."
+    section = make_chunk(("Manual", "CJK"), f"{first} {then}\n\nOther fonts need nothing. Type 1 fonts are embedded.")
+    ranked = [_scored(text, section, 1.0 - i / 10) for i, text in
+              enumerate([first, then, "Other fonts need nothing.", "Type 1 fonts are embedded."])]
+    chosen = _selected(ranked, 2)
+    assert [statement for _, statement in chosen] == [f"{first} {then}", "Other fonts need nothing."]
+    assert [sentence.text for sentence, _ in chosen] == [then, "Other fonts need nothing."]
+
+
+def test_a_pronoun_sentence_is_scored_with_its_antecedent() -> None:
+    """Alone, "They are available..." shares no word with a question about Subfont Definition Files."""
+    text = "CJK users need Subfont Definition Files. They are available in the ttfutils package."
+    assert _reading("They are available in the ttfutils package.", text) == text
+    assert _reading("CJK users need Subfont Definition Files.", text) == "CJK users need Subfont Definition Files."
+
+
+def test_a_name_asked_for_is_one_the_question_does_not_write() -> None:
+    """ "OpenType" repeats the question; the flag asked for is fsType."""
+    question = Focus.of("Which OpenType flag does the driver read to decide whether embedding is permitted?")
+    wanted = missing_value(question, ["In OpenType font format, licensing information can be recorded."])
+    assert wanted is not None and wanted("It is indicated by the flag called fsType.")
+    assert missing_value(question, ["It is indicated by the flag called fsType."]) is None
+    assert Focus.of("Which date and time function returns seconds since 1970?").wants_kind
+    assert not Focus.of("What does the --foo option do?").wants_kind
+
+
+def test_dot_commands_calls_and_footnoted_words_as_identifiers() -> None:
+    assert identifiers('Use the ".dump" command, or .nullvalue STRING') == [".dump", ".nullvalue"]
+    assert identifiers("The unixepoch() function returns seconds.") == ["unixepoch"]
+    assert identifiers("Fonts can be recorded.⁴ And end.Next") == ["end.next"]  # a footnote mark is no name
+    assert identifiers("version 2.39 ...and e.g. this") == []
