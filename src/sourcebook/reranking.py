@@ -52,6 +52,8 @@ _SIGNATURE_SPLIT = re.compile(r"[\s,]+")
 _OPTION = re.compile(r"--?[A-Za-z][\w-]*")
 _VALUE_WORD = re.compile(r"[\w.|%:-]+")  # "hint2" of `--sim-hints=hint1,hint2,...`
 MAX_SIGNATURE_VALUES = 2
+# A PDF's typographic hyphens (U+2010, U+2011) in `‐‐sys` or `‐w`: the option is typed with ASCII dashes.
+_HYPHENS = str.maketrans("\u2010\u2011", "--")
 _FOOTNOTE_MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 _DOT_COMMAND = re.compile(r"\.[A-Za-z][\w-]*")
 _WORD_NAME = re.compile(r"[A-Za-z_]\w*")
@@ -62,6 +64,7 @@ def identifiers(text: str) -> list[str]:
     `max_connections`, `utf-8`, `log4j`, `HashMap`, the dot-command `.dump`, the call `unixepoch()`.
     Plain words are not identifiers."""
     found = []
+    text = text.translate(_HYPHENS)
     for match in _TOKEN.finditer(text):
         # A PDF glues its footnote markers to the word they follow ("recorded.⁴"): no part of a name.
         token = match.group().strip(_TRIM).rstrip(_FOOTNOTE_MARKS).strip(_TRIM)

@@ -83,3 +83,13 @@ def test_dot_commands_calls_and_footnoted_words_as_identifiers() -> None:
     assert identifiers("The unixepoch() function returns seconds.") == ["unixepoch"]
     assert identifiers("Fonts can be recorded.⁴ And end.Next") == ["end.next"]  # a footnote mark is no name
     assert identifiers("version 2.39 ...and e.g. this") == []
+
+
+def test_a_function_asked_for_is_one_written_as_called() -> None:
+    """"1970-01-01" and "built-in" are names of a sort, but no function; any chunk near the top may give it."""
+    question = Focus.of("Which date and time function returns the number of seconds since 1970 as an integer?")
+    wanted = missing_value(question, ["INTEGER as Unix Time, the number of seconds since 1970-01-01 in built-in types."])
+    assert wanted is not None and wanted.anywhere
+    assert wanted("The unixepoch() function returns a unix timestamp.") and not wanted("Use the built-in functions.")
+    default = missing_value(Focus.of("What window size does gc use by default?"), ["The window size used by gc."])
+    assert default is not None and not default.anywhere  # another entry's default is not the asked one's

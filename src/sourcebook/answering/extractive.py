@@ -29,6 +29,8 @@ SEMANTIC_WEIGHT = 0.75
 LEXICAL_WEIGHT = 0.25
 # A sentence joins the answer when it scores within this margin of the best one.
 SELECTION_MARGIN = 0.12
+# A sentence naming what was asked for ("Which function...?") may come from another chunk within this margin.
+WIDE_MARGIN = 2 * SELECTION_MARGIN
 MIN_SENTENCE_WORDS = 4
 _LEADER_DOTS = re.compile(r"(?:\.\s?){5,}")  # ". . . . ." or "....." before a page number
 _SECTION_NUMBER = re.compile(r"^(?:\d+\.)+\d*\s+")  # "10. ", "23.1. "
@@ -135,7 +137,8 @@ class ExtractiveAnswerer:
         if wanted is not None:  # the best sentence names the setting; its neighbour may give the value
             source = chosen[0][0].hit.chunk.id
             picked = [sentence for sentence, _ in chosen]
-            extra = next((s for s in ranked if s.hit.chunk.id == source and s not in picked and wanted(s.text)), None)
+            near = [s for s in ranked if s.hit.chunk.id == source or wanted.anywhere and s.rank_score >= top - WIDE_MARGIN]
+            extra = next((s for s in near if s not in picked and wanted(stated(s.text, s.hit.chunk))), None)
             if extra is not None:
                 chosen = _selected([*(sentence for sentence, _ in chosen[: limit - 1]), extra], limit)
         numbers: dict[str, int] = {}

@@ -29,11 +29,13 @@ _WANTS_NAME = re.compile(
 # auxiliary verb: "What does the --foo option do?" asks what the option does, not for a name.
 _WANTS_KIND = re.compile(
     r"\b(?:which|what)\s+(?:(?!(?:do|does|did|is|are|was|were|can|should|would|will)\b)[\w-]+\s+(?:(?:and|or)\s+)?){0,2}"
-    r"(?:command|option|macro|flag|switch|variable|setting|parameter|key|environment|function|method|alias)s?\b",
+    r"(command|option|macro|flag|switch|variable|setting|parameter|key|environment|function|method|alias)s?\b",
     re.IGNORECASE,
 )
 _WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_CALLED_KINDS = frozenset({"function", "method"})
+_CALL = re.compile(r"\b([A-Za-z_][\w.]*)\(\)")
 # "In which file...", "What file does Massif write...": the answer is a file name.
 _WANTS_FILE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?files?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"\b\w[\w-]+\.[a-z]{2,5}\b")  # texmf.cnf, massif.out; not "e.g."
@@ -82,8 +84,8 @@ class Focus:
     wants_default: bool
     wants_name: bool
     wants_number: bool
-    wants_kind: bool
-    """The question asks for a name of a kind ("Which command..."), not just how to do something."""
+    kind: str | None
+    """The kind of name the question asks for ("Which command..."), not just how to do something."""
     wants_file: bool
     """The question asks for a file ("In which file..."): its answer writes a file name."""
 
@@ -92,8 +94,12 @@ class Focus:
         return cls(
             tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
             bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
-            bool(_WANTS_KIND.search(question)), bool(_WANTS_FILE.search(question)),
+            kind.group(1).lower() if (kind := _WANTS_KIND.search(question)) else None, bool(_WANTS_FILE.search(question)),
         )
+
+    @property
+    def wants_kind(self) -> bool:
+        return self.kind is not None
 
 
 def entry_term(chunk: StoredChunk) -> str | None:
@@ -166,7 +172,20 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
     return total
 
 
-def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] | None:
+@dataclass(frozen=True)
+class Wanted:
+    """A test for a sentence stating what the answer misses, and where to look for one."""
+
+    test: Callable[[str], bool]
+    anywhere: bool = False
+    """Any retrieved chunk may give it (a name asked for), not only the chunk of the best sentence:
+    a default or a number from another entry would be that entry's, not the asked one's."""
+
+    def __call__(self, sentence: str) -> bool:
+        return self.test(sentence)
+
+
+def missing_value(focus: Focus, chosen: Sequence[str]) -> Wanted | None:
     """What the `chosen` sentences (as the answer states them) fail to state although the question
     asks it (the default, a number, a file name, the name of the command asked for), as a test for a sentence
     that states it; None when nothing asked is missing. "The window size used by git gc
@@ -174,14 +193,23 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
     should inherit the settings from the base character" does not answer "Which command lets
     accented characters inherit...?"; "Using the command \\DeclareCharacterInheritance..." does."""
     if focus.wants_default and not any(_DEFAULT.search(text) for text in chosen):
-        return lambda text: bool(_DEFAULT.search(text))
+        return Wanted(lambda text: bool(_DEFAULT.search(text)))
     if focus.wants_number and not any(_DIGIT.search(text) for text in chosen):
-        return lambda text: bool(_DIGIT.search(text))
+        return Wanted(lambda text: bool(_DIGIT.search(text)))
     if focus.wants_file and not any(_FILE_NAME.search(text) for text in chosen):
-        return lambda text: bool(_FILE_NAME.search(text))
-    if focus.wants_kind and not any(new_names(focus, text) for text in chosen):
-        return lambda text: bool(new_names(focus, text))
+        return Wanted(lambda text: bool(_FILE_NAME.search(text)))
+    if focus.wants_kind and not any(names_kind(focus, text) for text in chosen):
+        return Wanted(lambda text: names_kind(focus, text), anywhere=True)
     return None
+
+
+def names_kind(focus: Focus, sentence: str) -> bool:
+    """Whether `sentence` writes a name of the kind the question asks for, beyond its own names: a
+    function as it is called (`unixepoch()`; "1970-01-01" and "built-in" are no functions). Options
+    and flags need no dash: a package option (`selected`) or a font flag (`fsType`) has none."""
+    if focus.kind in _CALLED_KINDS:
+        return any(name.lower() not in focus.identifiers for name in _CALL.findall(sentence))
+    return bool(new_names(focus, sentence))
 
 
 def new_names(focus: Focus, sentence: str) -> list[str]:
