@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sourcebook.answering.extractive import ScoredSentence, _reading, _selected, heading_keys
-from sourcebook.answering.focus import Focus, missing_value, stated
+from sourcebook.answering.focus import Focus, bonus, missing_value, stated
 from sourcebook.chunking import sentence_texts
 from sourcebook.models import Hit, StoredChunk
 from sourcebook.reranking import identifiers
@@ -93,3 +93,13 @@ def test_a_function_asked_for_is_one_written_as_called() -> None:
     assert wanted("The unixepoch() function returns a unix timestamp.") and not wanted("Use the built-in functions.")
     default = missing_value(Focus.of("What window size does gc use by default?"), ["The window size used by gc."])
     assert default is not None and not default.anywhere  # another entry's default is not the asked one's
+
+
+def test_the_default_bonus_goes_to_a_sentence_stating_a_value() -> None:
+    """Both sentences mention the default; only one gives it."""
+    question = Focus.of("What is the default suggested cache size?")
+    entry = make_chunk(("Pragmas", "cache_size"), "x")
+    mentions = bonus(question, "The default suggested cache size can be altered at compile time.", entry, False)
+    states = bonus(question, "The default suggested cache size is -2000.", entry, False)
+    assert states > mentions
+    assert bonus(question, "This defaults to simple.", entry, False) == states

@@ -20,6 +20,14 @@ from ..reranking import TYPE_NOTE, identifiers, signature_names
 from .lexical import content_terms
 
 _DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
+# What a sentence giving a default states: a number, a truth value, a quoted value, or "default is
+# X" / "defaults to X" / "default: X". "The default cache size can be altered at compile time"
+# mentions the default and gives none.
+_STATED_VALUE = re.compile(
+    r"\d|\b(?:true|false|yes|no|none|on|off|enabled|disabled)\b|[‘“'\"`]\S"
+    r"|\bdefaults?\s*(?:is|was|to|:|=)\s+\S",
+    re.IGNORECASE,
+)
 _WANTS_NAME = re.compile(
     r"\b(?:how (?:do|can|should) (?:i|you|we)|which|what (?:option|flag|command|setting|variable|parameter|switch|key))\b",
     re.IGNORECASE,
@@ -163,7 +171,7 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
         total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
     if term is not None and asks_about(focus, term_names(term)):
         total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
-    if focus.wants_default and _DEFAULT.search(sentence):
+    if focus.wants_default and _DEFAULT.search(sentence) and _STATED_VALUE.search(sentence):
         total += DEFAULT_BONUS
     if focus.wants_name and (new_names(focus, sentence) or term is not None):
         total += NAME_BONUS
