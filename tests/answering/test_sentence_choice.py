@@ -32,18 +32,16 @@ def test_a_paragraph_ending_in_a_comma_is_followed_by_the_line_set_apart_below_i
 
 
 def test_a_sentence_whose_subject_is_a_pronoun_is_stated_after_what_it_refers_to() -> None:
-    text = ("CJK users are required to have Subfont Definition Files installed. They are available as part "
-            "of the ttfutils package.\n\nWith the -w option, writing mode can be set. '-w 1' denotes vertical "
-            "writing. It automatically enables the vert feature.")
-    section = make_chunk(("Manual", "Quick guide"), text)
-    assert stated("They are available as part of the ttfutils package.", section) == (
-        "CJK users are required to have Subfont Definition Files installed. "
-        "They are available as part of the ttfutils package."
-    )
-    assert stated("It automatically enables the vert feature.", section).startswith("'-w 1' denotes vertical writing.")
-    assert stated("They are available as part of the ttfutils package.", make_chunk(("M", "S"), "x")) == (
-        "They are available as part of the ttfutils package."
-    )
+    """ "They", "It" (with an adverb, too) refer to the sentence before them in their paragraph."""
+    pairs = [
+        ("CJK users are required to have Subfont Definition Files installed.", "They are available in ttfutils."),
+        ("'-w 1' denotes vertical writing.", "It automatically enables the vert feature."),
+    ]
+    section = make_chunk(("Manual", "Quick guide"), "\n\n".join(f"{before} {after}" for before, after in pairs))
+    for before, after in pairs:
+        assert stated(after, section) == f"{before} {after}"
+    elsewhere = make_chunk(("M", "S"), "x")
+    assert all(stated(after, elsewhere) == after for _, after in pairs)
 
 
 def _scored(text: str, section: StoredChunk, score: float) -> ScoredSentence:
