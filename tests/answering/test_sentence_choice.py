@@ -101,3 +101,12 @@ def test_the_default_bonus_goes_to_a_sentence_stating_a_value() -> None:
     states = bonus(question, "The default suggested cache size is -2000.", entry, False)
     assert states > mentions
     assert bonus(question, "This defaults to simple.", entry, False) == states
+
+
+def test_a_sentence_defining_a_name_outranks_one_that_only_writes_it() -> None:
+    question = Focus.of("Which fontmap option declares that a font is for vertical writing?")
+    section = make_chunk(("Manual", "Layout features"), "x")
+    defines = bonus(question, "‘-w 1’ denotes the font is for vertical writing.", section, False)
+    mentions = bonus(question, "With the ‘-w’ option, writing mode can be specified.", section, False)
+    assert defines > mentions > 0
+    assert bonus(question, "The option denotes vertical writing.", section, False) == 0  # names nothing

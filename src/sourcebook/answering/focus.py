@@ -73,6 +73,12 @@ _PRONOUN_SUBJECT = re.compile(
     r"|(?:They|These|Those)(?:\s+[a-z]+ly)?\s+(?:are|were|have|can|may|must|should|will|[a-z]+[^s\W]))\b"
 )
 _SIGNATURE_LINES = 2  # the name, then its arguments
+# A sentence that opens by defining a name: "‘-w 1’ denotes the font is for vertical writing",
+# "`--sys` means system-wide", "fsType indicates the licensing rights".
+_DEFINES = re.compile(
+    r"^(?:[‘“'\"`]([^’”'\"`]{1,40})[’”'\"`]|(\S{2,40}))\s+"
+    r"(?:denotes|means|stands for|refers to|specifies|indicates|is short for|is used to)\b"
+)
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
 IDENTIFIER_BONUS = 0.10
@@ -174,7 +180,7 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
     if focus.wants_default and _DEFAULT.search(sentence) and _STATED_VALUE.search(sentence):
         total += DEFAULT_BONUS
     if focus.wants_name and (new_names(focus, sentence) or term is not None):
-        total += NAME_BONUS
+        total += NAME_BONUS + (DEFINITION_BONUS if defines_name(focus, sentence) else 0.0)
     if focus.wants_number and _DIGIT.search(sentence):
         total += NUMBER_BONUS
     return total
@@ -218,6 +224,14 @@ def names_kind(focus: Focus, sentence: str) -> bool:
     if focus.kind in _CALLED_KINDS:
         return any(name.lower() not in focus.identifiers for name in _CALL.findall(sentence))
     return bool(new_names(focus, sentence))
+
+
+def defines_name(focus: Focus, sentence: str) -> bool:
+    """Whether `sentence` opens by defining a name the question does not write: for "Which option
+    declares vertical writing?", "‘-w 1’ denotes the font is for vertical writing" is the
+    definition, "It automatically enables vertical features" a consequence."""
+    match = _DEFINES.match(sentence)
+    return match is not None and bool(new_names(focus, match.group(1) or match.group(2)))
 
 
 def new_names(focus: Focus, sentence: str) -> list[str]:
