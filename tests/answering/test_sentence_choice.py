@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from sourcebook.answering.extractive import ScoredSentence, _reading, _selected, heading_keys
+import numpy as np
+
+from sourcebook.answering.extractive import (
+    ExtractiveAnswerer, ExtractiveConfig, ScoredSentence, _selected, heading_keys,
+)
 from sourcebook.answering.focus import Focus, bonus, missing_value, stated
 from sourcebook.chunking import sentence_texts
 from sourcebook.models import Hit, StoredChunk
@@ -59,11 +63,6 @@ def test_a_sentence_shown_with_its_antecedent_takes_one_slot() -> None:
     assert [sentence.text for sentence, _ in chosen] == [then, "Other fonts need nothing."]
 
 
-def test_a_pronoun_sentence_is_scored_with_its_antecedent() -> None:
-    """Alone, "They are available..." shares no word with a question about Subfont Definition Files."""
-    text = "CJK users need Subfont Definition Files. They are available in the ttfutils package."
-    assert _reading("They are available in the ttfutils package.", text) == text
-    assert _reading("CJK users need Subfont Definition Files.", text) == "CJK users need Subfont Definition Files."
 
 
 def test_a_name_asked_for_is_one_the_question_does_not_write() -> None:
@@ -110,3 +109,26 @@ def test_a_sentence_defining_a_name_outranks_one_that_only_writes_it() -> None:
     mentions = bonus(question, "With the ‘-w’ option, writing mode can be specified.", section, False)
     assert defines > mentions > 0
     assert bonus(question, "The option denotes vertical writing.", section, False) == 0  # names nothing
+
+
+class _SameVector:
+    """Every text embeds alike, so a sentence's score is its lexical overlap (and its rank the bonuses)."""
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 2)) / np.sqrt(2)
+
+
+def _scores(question: str, text: str) -> dict[str, ScoredSentence]:
+    answerer = ExtractiveAnswerer(_SameVector(), ExtractiveConfig())  # type: ignore[arg-type]
+    hits = [Hit(1, 1.0, make_chunk(("Manual", "Setup"), text))]
+    return {s.text: s for s in answerer._score_sentences(question, hits, np.ones(2) / np.sqrt(2))}
+
+
+def test_a_pronoun_sentence_is_scored_with_its_antecedent_but_ranked_on_its_own_cues() -> None:
+    before, after = "CJK users need Subfont Definition Files.", "They are available in the ttfutils package."
+    scores = _scores("Which package provides the Subfont Definition Files?", f"{before} {after}")
+    assert scores[after].score > scores[before].score  # alone it shares only "package" with the question
+    named = _scores("How do I get a suppression printed?",
+                    "You can use the --gen-suppressions=yes option. This tells Valgrind to print a suppression.")
+    option, pronoun = named["You can use the --gen-suppressions=yes option."], named["This tells Valgrind to print a suppression."]
+    assert option.rank_score > option.score and pronoun.rank_score == pronoun.score

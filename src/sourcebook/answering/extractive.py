@@ -175,7 +175,9 @@ class ExtractiveAnswerer:
             return []
         # A sentence whose subject is a pronoun is read with the sentence it refers to, as the
         # answer states it: "They are available as part of the ttfutils package" alone names no
-        # "Subfont Definition Files" and shares no words with a question about them.
+        # "Subfont Definition Files" and shares no words with a question about them. Its bonus
+        # stays its own: the antecedent, a candidate too, has the names it writes counted already,
+        # and counting them twice lifted the pair above the asked entry's sentences.
         readings = [_reading(text, hit.chunk.text) for text, hit in candidates]
         vectors = self._embedder.embed_documents(readings)
         similarities = vectors @ question_vector
@@ -184,7 +186,7 @@ class ExtractiveAnswerer:
         scored = []
         for index, ((text, hit), reading, sim) in enumerate(zip(candidates, readings, similarities, strict=True)):
             score = SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, reading)
-            extra = bonus(focus, reading, hit.chunk, index in firsts)
+            extra = bonus(focus, text, hit.chunk, index in firsts)
             scored.append(ScoredSentence(text, hit, score, float(sim), score + extra))
         return sorted(scored, key=lambda s: -s.score)
 
