@@ -329,7 +329,7 @@ def introduced(sentence: str, text: str) -> str | None:
 
 
 def antecedent(sentence: str, text: str) -> str | None:
-    """The sentence before `sentence` in `text` when `sentence` opens with a demonstrative as its subject:
+    """The sentence before `sentence` in `text` when `sentence` opens with a pronoun as its subject:
     "This tells Valgrind to print out a suppression for each reported error" answers "how do I get
     a suppression printed?" only with the sentence before it, "...you can use the
     --gen-suppressions=yes option."; None otherwise, or when it opens its paragraph."""
