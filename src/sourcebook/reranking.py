@@ -52,15 +52,28 @@ _SIGNATURE_SPLIT = re.compile(r"[\s,]+")
 _OPTION = re.compile(r"--?[A-Za-z][\w-]*")
 _VALUE_WORD = re.compile(r"[\w.|%:-]+")  # "hint2" of `--sim-hints=hint1,hint2,...`
 MAX_SIGNATURE_VALUES = 2
+# A PDF's typographic hyphens (U+2010, U+2011) in `‐‐sys` or `‐w`: the option is typed with ASCII dashes.
+_HYPHENS = str.maketrans("\u2010\u2011", "--")
+_FOOTNOTE_MARKS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+_DOT_COMMAND = re.compile(r"\.[A-Za-z][\w-]*")
+_WORD_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def identifiers(text: str) -> list[str]:
     """The tokens of `text` that name something exactly (lower-cased): `--force`, `core.autocrlf`,
-    `max_connections`, `utf-8`, `log4j`, `HashMap`. Plain words are not identifiers."""
+    `max_connections`, `utf-8`, `log4j`, `HashMap`, the dot-command `.dump`, the call `unixepoch()`.
+    Plain words are not identifiers."""
     found = []
+    text = text.translate(_HYPHENS)
     for match in _TOKEN.finditer(text):
-        token = match.group().strip(_TRIM)
+        # A PDF glues its footnote markers to the word they follow ("recorded.⁴"): no part of a name.
+        token = match.group().strip(_TRIM).rstrip(_FOOTNOTE_MARKS).strip(_TRIM)
         if len(token) < 2:
+            continue
+        if _DOT_COMMAND.fullmatch(match.group().rstrip(_TRIM)) and not text[: match.start()][-1:].isalnum():
+            token = "." + token  # `.dump`, `.nullvalue`: a dot-command or dot-file, named with its dot
+        elif text.startswith("()", match.end()) and _WORD_NAME.fullmatch(token):
+            found.append(token.lower())  # `unixepoch()`: a function, named as it is called
             continue
         inner = token.lstrip("-")
         if not any(ch.isalpha() for ch in inner) or _ABBREVIATION.fullmatch(inner):  # 2.39, e.g.

@@ -166,7 +166,10 @@ def test_a_sentence_about_this_command_is_led_by_the_command_named_above_it() ->
     assert stated("Using this command, you can set the protrusion factors of a font.", signature) == (
         "\\SetProtrusion: Using this command, you can set the protrusion factors of a font."
     )
-    assert stated("It takes three arguments.", signature) == "It takes three arguments."  # no back-reference
+    # "It" is no back-reference to a named command: it is read after the sentence it refers to
+    assert stated("It takes three arguments.", signature) == (
+        "Using this command, you can set the protrusion factors of a font. It takes three arguments."
+    )
 
 
 def test_a_signature_of_arguments_only_takes_the_name_from_the_line_above() -> None:

@@ -18,7 +18,7 @@ from ..embedders.base import Embedder
 from ..models import Answer, Citation, Hit, StoredChunk
 from ..reranking import identifiers, named_entry
 from ..chunking import sentence_texts
-from .focus import Focus, bonus, missing_value, stated
+from .focus import Focus, antecedent, bonus, missing_value, stated
 from .lexical import content_terms, overlap
 
 ABSTENTION_TEXT = "The knowledge base does not contain an answer to this question."
@@ -29,6 +29,8 @@ SEMANTIC_WEIGHT = 0.75
 LEXICAL_WEIGHT = 0.25
 # A sentence joins the answer when it scores within this margin of the best one.
 SELECTION_MARGIN = 0.12
+# A sentence naming what was asked for ("Which function...?") may come from another chunk within this margin.
+WIDE_MARGIN = 2 * SELECTION_MARGIN
 MIN_SENTENCE_WORDS = 4
 _LEADER_DOTS = re.compile(r"(?:\.\s?){5,}")  # ". . . . ." or "....." before a page number
 _SECTION_NUMBER = re.compile(r"^(?:\d+\.)+\d*\s+")  # "10. ", "23.1. "
@@ -89,6 +91,33 @@ def _defining(question: str, scored: list[ScoredSentence]) -> list[ScoredSentenc
     return defining or scored
 
 
+def _reading(sentence: str, text: str) -> str:
+    """`sentence` as it is scored: after the sentence its pronoun subject refers to, when it has one."""
+    before = antecedent(sentence, text)
+    return sentence if before is None else f"{before} {sentence}"
+
+
+def _selected(candidates: list[ScoredSentence], limit: int) -> list[tuple[ScoredSentence, str]]:
+    """Up to `limit` of `candidates` (best first) with their statements, none quoted twice: a
+    sentence led by its antecedent ("...need Subfont Definition Files. They are available in
+    ttfutils.") shows the antecedent, which then takes no slot of its own, and replaces it when
+    the antecedent was chosen first."""
+    chosen: list[tuple[ScoredSentence, str]] = []
+    for sentence in candidates:
+        if len(chosen) == limit:
+            break
+        statement = stated(sentence.text, sentence.hit.chunk)
+        if any(sentence.text in shown for _, shown in chosen):
+            continue
+        covered = [index for index, (other, _) in enumerate(chosen) if other.text in statement]
+        if covered:
+            chosen[covered[0]] = (sentence, statement)
+            chosen = [pair for index, pair in enumerate(chosen) if index not in covered[1:]]
+        else:
+            chosen.append((sentence, statement))
+    return chosen
+
+
 class ExtractiveAnswerer:
     def __init__(self, embedder: Embedder, config: ExtractiveConfig) -> None:
         self._embedder = embedder
@@ -102,22 +131,25 @@ class ExtractiveAnswerer:
             return Answer(question, ABSTENTION_TEXT, True, (), round(confidence, 4), tuple(hits))
         ranked = sorted(_defining(question, scored), key=lambda s: -s.rank_score)
         top = ranked[0].rank_score
-        chosen = [s for s in ranked if s.rank_score >= top - SELECTION_MARGIN][: self._config.max_sentences]
-        wanted = missing_value(Focus.of(question), [stated(s.text, s.hit.chunk) for s in chosen])
+        limit = self._config.max_sentences
+        chosen = _selected([s for s in ranked if s.rank_score >= top - SELECTION_MARGIN], limit)
+        wanted = missing_value(Focus.of(question), [statement for _, statement in chosen])
         if wanted is not None:  # the best sentence names the setting; its neighbour may give the value
-            source = chosen[0].hit.chunk.id
-            extra = next((s for s in ranked if s.hit.chunk.id == source and s not in chosen and wanted(s.text)), None)
+            source = chosen[0][0].hit.chunk.id
+            picked = [sentence for sentence, _ in chosen]
+            near = [s for s in ranked if s.hit.chunk.id == source or wanted.anywhere and s.rank_score >= top - WIDE_MARGIN]
+            extra = next((s for s in near if s not in picked and wanted(stated(s.text, s.hit.chunk))), None)
             if extra is not None:
-                chosen = [*chosen[: self._config.max_sentences - 1], extra]
+                chosen = _selected([*(sentence for sentence, _ in chosen[: limit - 1]), extra], limit)
         numbers: dict[str, int] = {}
         parts: list[str] = []
         citations: list[Citation] = []
-        for sentence in chosen:
+        for sentence, statement in chosen:
             chunk = sentence.hit.chunk
             if chunk.id not in numbers:
                 numbers[chunk.id] = len(numbers) + 1
             n = numbers[chunk.id]
-            parts.append(f"{stated(sentence.text, chunk)} [{n}]")
+            parts.append(f"{statement} [{n}]")
             citations.append(
                 Citation(n, chunk.document_id, chunk.source, chunk.id, sentence.text, chunk.title, chunk.heading_path, chunk.page)
             )
@@ -141,13 +173,19 @@ class ExtractiveAnswerer:
                 candidates.append((text, hit))
         if not candidates:
             return []
-        vectors = self._embedder.embed_documents([text for text, _ in candidates])
+        # A sentence whose subject is a pronoun is read with the sentence it refers to, as the
+        # answer states it: "They are available as part of the ttfutils package" alone names no
+        # "Subfont Definition Files" and shares no words with a question about them. Its bonus
+        # stays its own: the antecedent, a candidate too, has the names it writes counted already,
+        # and counting them twice lifted the pair above the asked entry's sentences.
+        readings = [_reading(text, hit.chunk.text) for text, hit in candidates]
+        vectors = self._embedder.embed_documents(readings)
         similarities = vectors @ question_vector
         terms = content_terms(question)
         focus = Focus.of(question)
         scored = []
-        for index, ((text, hit), sim) in enumerate(zip(candidates, similarities, strict=True)):
-            score = SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, text)
+        for index, ((text, hit), reading, sim) in enumerate(zip(candidates, readings, similarities, strict=True)):
+            score = SEMANTIC_WEIGHT * float(sim) + LEXICAL_WEIGHT * overlap(terms, reading)
             extra = bonus(focus, text, hit.chunk, index in firsts)
             scored.append(ScoredSentence(text, hit, score, float(sim), score + extra))
         return sorted(scored, key=lambda s: -s.score)

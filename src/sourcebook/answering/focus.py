@@ -20,18 +20,30 @@ from ..reranking import TYPE_NOTE, identifiers, signature_names
 from .lexical import content_terms
 
 _DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
+# What a sentence giving a default states: a number, a truth value, a quoted value, or "default is
+# X" / "defaults to X" / "default: X". "The default cache size can be altered at compile time"
+# mentions the default and gives none.
+_STATED_VALUE = re.compile(
+    r"\d|\b(?:true|false|yes|no|none|on|off|enabled|disabled)\b|[‘“'\"`]\S"
+    r"|\bdefaults?\s*(?:is|was|to|:|=)\s+\S",
+    re.IGNORECASE,
+)
 _WANTS_NAME = re.compile(
     r"\b(?:how (?:do|can|should) (?:i|you|we)|which|what (?:option|flag|command|setting|variable|parameter|switch|key))\b",
     re.IGNORECASE,
 )
 # "Which command...", "what configuration variable...": the answer is a name of that kind.
+# Up to two qualifying words, joined by "and"/"or" ("Which date and time function..."), but not an
+# auxiliary verb: "What does the --foo option do?" asks what the option does, not for a name.
 _WANTS_KIND = re.compile(
-    r"\b(?:which|what)\s+(?:[\w-]+\s+)?"
-    r"(?:command|option|macro|flag|switch|variable|setting|parameter|key|environment|function|method|alias)s?\b",
+    r"\b(?:which|what)\s+(?:(?!(?:do|does|did|is|are|was|were|can|should|would|will)\b)[\w-]+\s+(?:(?:and|or)\s+)?){0,2}"
+    r"(command|option|macro|flag|switch|variable|setting|parameter|key|environment|function|method|alias)s?\b",
     re.IGNORECASE,
 )
 _WANTS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|large|big)|what (?:port|number|size|limit|version))\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_CALLED_KINDS = frozenset({"function", "method"})
+_CALL = re.compile(r"\b([A-Za-z_][\w.]*)\(\)")
 # "In which file...", "What file does Massif write...": the answer is a file name.
 _WANTS_FILE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?files?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"\b\w[\w-]+\.[a-z]{2,5}\b")  # texmf.cnf, massif.out; not "e.g."
@@ -49,12 +61,24 @@ _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _TABLE_RULE = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
 _SIGNATURE_MAX_CHARS = 160  # a signature line, not a paragraph of prose
 _LIST_MAX_LINES = 5  # "...reads options from three places:" then one short line each
-_CLOSING_PUNCTUATION = frozenset(".!?;,\"'")  # a sentence that ends so introduces nothing set apart
+_CLOSING_PUNCTUATION = frozenset(".!?;\"'")  # a sentence that ends so introduces nothing set apart
+# A sentence cut at a paragraph's end after "run," or "via," introduces the display below it, as ":" does.
+_INTRODUCING = frozenset(":,")
 _PROMPT = re.compile(r"^[$%#>] ")  # a shell prompt: the line is a command to type
-# A sentence whose subject is a bare demonstrative ("This tells Valgrind to...", "This is useful
-# for..."): what it is about is the sentence before it. "This option..." names its kind (`referent`).
-_PRONOUN_SUBJECT = re.compile(r"^(?:This|That)\s+[a-z]+s\b")
+# A sentence whose subject is a pronoun ("This tells Valgrind to...", "It automatically enables...",
+# "They are available as part of the ttfutils package"): what it is about is the sentence before it.
+# "This option..." names its kind (`referent`).
+_PRONOUN_SUBJECT = re.compile(
+    r"^(?:(?:This|That|It)(?:\s+[a-z]+ly)?\s+[a-z]+s"
+    r"|(?:They|These|Those)(?:\s+[a-z]+ly)?\s+(?:are|were|have|can|may|must|should|will|[a-z]+[^s\W]))\b"
+)
 _SIGNATURE_LINES = 2  # the name, then its arguments
+# A sentence that opens by defining a name: "‘-w 1’ denotes the font is for vertical writing",
+# "`--sys` means system-wide", "fsType indicates the licensing rights".
+_DEFINES = re.compile(
+    r"^(?:[‘“'\"`]([^’”'\"`]{1,40})[’”'\"`]|(\S{2,40}))\s+"
+    r"(?:denotes|means|stands for|refers to|specifies|indicates|is short for|is used to)\b"
+)
 
 # Bonuses on the 0..1 relevance scale: about the gap between a right and a near-miss sentence.
 IDENTIFIER_BONUS = 0.10
@@ -74,8 +98,8 @@ class Focus:
     wants_default: bool
     wants_name: bool
     wants_number: bool
-    wants_kind: bool
-    """The question asks for a name of a kind ("Which command..."), not just how to do something."""
+    kind: str | None
+    """The kind of name the question asks for ("Which command..."), not just how to do something."""
     wants_file: bool
     """The question asks for a file ("In which file..."): its answer writes a file name."""
 
@@ -84,8 +108,12 @@ class Focus:
         return cls(
             tuple(identifiers(question)), frozenset(content_terms(question)), bool(_DEFAULT.search(question)),
             bool(_WANTS_NAME.search(question)), bool(_WANTS_NUMBER.search(question)),
-            bool(_WANTS_KIND.search(question)), bool(_WANTS_FILE.search(question)),
+            kind.group(1).lower() if (kind := _WANTS_KIND.search(question)) else None, bool(_WANTS_FILE.search(question)),
         )
+
+    @property
+    def wants_kind(self) -> bool:
+        return self.kind is not None
 
 
 def entry_term(chunk: StoredChunk) -> str | None:
@@ -149,16 +177,29 @@ def bonus(focus: Focus, sentence: str, chunk: StoredChunk, first_in_chunk: bool)
         total += IDENTIFIER_BONUS * sum(ident in lowered for ident in focus.identifiers) / len(focus.identifiers)
     if term is not None and asks_about(focus, term_names(term)):
         total += ENTRY_BONUS + (DEFINITION_BONUS if first_in_chunk else 0.0)
-    if focus.wants_default and _DEFAULT.search(sentence):
+    if focus.wants_default and _DEFAULT.search(sentence) and _STATED_VALUE.search(sentence):
         total += DEFAULT_BONUS
-    if focus.wants_name and (identifiers(sentence) or term is not None):
-        total += NAME_BONUS
+    if focus.wants_name and (new_names(focus, sentence) or term is not None):
+        total += NAME_BONUS + (DEFINITION_BONUS if defines_name(focus, sentence) else 0.0)
     if focus.wants_number and _DIGIT.search(sentence):
         total += NUMBER_BONUS
     return total
 
 
-def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] | None:
+@dataclass(frozen=True)
+class Wanted:
+    """A test for a sentence stating what the answer misses, and where to look for one."""
+
+    test: Callable[[str], bool]
+    anywhere: bool = False
+    """Any retrieved chunk may give it (a name asked for), not only the chunk of the best sentence:
+    a default or a number from another entry would be that entry's, not the asked one's."""
+
+    def __call__(self, sentence: str) -> bool:
+        return self.test(sentence)
+
+
+def missing_value(focus: Focus, chosen: Sequence[str]) -> Wanted | None:
     """What the `chosen` sentences (as the answer states them) fail to state although the question
     asks it (the default, a number, a file name, the name of the command asked for), as a test for a sentence
     that states it; None when nothing asked is missing. "The window size used by git gc
@@ -166,14 +207,38 @@ def missing_value(focus: Focus, chosen: Sequence[str]) -> Callable[[str], bool] 
     should inherit the settings from the base character" does not answer "Which command lets
     accented characters inherit...?"; "Using the command \\DeclareCharacterInheritance..." does."""
     if focus.wants_default and not any(_DEFAULT.search(text) for text in chosen):
-        return lambda text: bool(_DEFAULT.search(text))
+        return Wanted(lambda text: bool(_DEFAULT.search(text)))
     if focus.wants_number and not any(_DIGIT.search(text) for text in chosen):
-        return lambda text: bool(_DIGIT.search(text))
+        return Wanted(lambda text: bool(_DIGIT.search(text)))
     if focus.wants_file and not any(_FILE_NAME.search(text) for text in chosen):
-        return lambda text: bool(_FILE_NAME.search(text))
-    if focus.wants_kind and not any(identifiers(text) for text in chosen):
-        return lambda text: bool(identifiers(text))
+        return Wanted(lambda text: bool(_FILE_NAME.search(text)))
+    if focus.wants_kind and not any(names_kind(focus, text) for text in chosen):
+        return Wanted(lambda text: names_kind(focus, text), anywhere=True)
     return None
+
+
+def names_kind(focus: Focus, sentence: str) -> bool:
+    """Whether `sentence` writes a name of the kind the question asks for, beyond its own names: a
+    function as it is called (`unixepoch()`; "1970-01-01" and "built-in" are no functions). Options
+    and flags need no dash: a package option (`selected`) or a font flag (`fsType`) has none."""
+    if focus.kind in _CALLED_KINDS:
+        return any(name.lower() not in focus.identifiers for name in _CALL.findall(sentence))
+    return bool(new_names(focus, sentence))
+
+
+def defines_name(focus: Focus, sentence: str) -> bool:
+    """Whether `sentence` opens by defining a name the question does not write: for "Which option
+    declares vertical writing?", "‘-w 1’ denotes the font is for vertical writing" is the
+    definition, "It automatically enables vertical features" a consequence."""
+    match = _DEFINES.match(sentence)
+    return match is not None and bool(new_names(focus, match.group(1) or match.group(2)))
+
+
+def new_names(focus: Focus, sentence: str) -> list[str]:
+    """The names `sentence` writes that the question does not: a sentence that repeats the asked
+    "OpenType" or "sqlite3" names nothing the reader was looking for ("Which OpenType flag...?" is
+    answered by the sentence naming fsType)."""
+    return [name for name in identifiers(sentence) if name not in focus.identifiers]
 
 
 def referent(sentence: str, text: str) -> str | None:
@@ -242,24 +307,29 @@ def introduced(sentence: str, text: str) -> str | None:
     could disable expansion by saying:" or "Valgrind also reads options from three places:" says
     nothing); after an example's caption, which has no closing punctuation ("To restore a file in
     the index to match the version in HEAD"), the shell command it captions (`$ git restore
-    --staged hello.c`). Lines of a list are joined by "; ". None when the sentence does not end so
-    or what follows is prose (a line that continues the one above it in lower case)."""
+    --staged hello.c`); after a paragraph that ends in a comma ("To use the IPAex fonts, for example,
+    run,"), the line set apart below it (`kanji-config-updmap --sys ipaex`). Lines of a list are
+    joined by "; ". None when the sentence does not end so or what follows is prose (a line that
+    continues the one above it in lower case)."""
     end = sentence.rstrip()[-1:]
     if end in _CLOSING_PUNCTUATION or sentence not in text:
         return None
-    following = _PARAGRAPH_BREAK.split(text[text.index(sentence) + len(sentence) :].lstrip(), maxsplit=1)[0].strip()
+    rest = text[text.index(sentence) + len(sentence) :]
+    if end == "," and not _PARAGRAPH_BREAK.match(rest.lstrip(" \t")):  # a comma inside a paragraph introduces nothing
+        return None
+    following = _PARAGRAPH_BREAK.split(rest.lstrip(), maxsplit=1)[0].strip()
     lines = [line.strip() for line in following.splitlines() if line.strip()]
     if not lines or len(lines) > _LIST_MAX_LINES or any(len(line) > _SIGNATURE_MAX_CHARS for line in lines):
         return None
     if any(line[0].islower() for line in lines[1:]):  # a paragraph wrapped over lines, not a list
         return None
-    if end != ":" and not all(_PROMPT.match(line) for line in lines):  # a caption introduces commands only
+    if end not in _INTRODUCING and not all(_PROMPT.match(line) for line in lines):  # a caption introduces commands only
         return None
     return "; ".join(lines)
 
 
 def antecedent(sentence: str, text: str) -> str | None:
-    """The sentence before `sentence` in `text` when `sentence` opens with a demonstrative as its subject:
+    """The sentence before `sentence` in `text` when `sentence` opens with a pronoun as its subject:
     "This tells Valgrind to print out a suppression for each reported error" answers "how do I get
     a suppression printed?" only with the sentence before it, "...you can use the
     --gen-suppressions=yes option."; None otherwise, or when it opens its paragraph."""
