@@ -31,6 +31,12 @@ AUTO = ("With --auto, git gc checks whether any housekeeping is required; if not
         "use --no-tags. You need to set the configuration variable rerere.enabled to enable this command.")
 
 
+LOG = "Use --stat to show a diffstat and --name-only to show only the names of changed files."
+SOCKET = ("The cache is reached over an unencrypted socket. Fetching refs along with the objects they need "
+          "works over multiple connections. The default behavior can be changed by setting the config "
+          "variable fetch.parallel.")
+
+
 def check(claim: str, source: str) -> str | None:
     """The whole source stands for the closest sentence and span: the checks are what is tested here."""
     return contradiction(claim, source, source, source)
@@ -55,9 +61,16 @@ def check(claim: str, source: str) -> str | None:
     ("In the third form, the last argument has to be an existing directory.", FORMS, "number"),
     ("git daemon accepts at most 32 clients per second.", CLIENTS, "unit"),
     ("git daemon exports every Git directory, marked or not.", EXPORT, "negated in the source"),
+    ("--max-connections sets the maximum number of idle clients, defaults to 32.", CLIENTS, "substituted"),
+    ("Unix systems can use the keychain credential manager.", AUTO, "substituted"),
+    ("You need to set the configuration variable --no-tags to enable this command.", AUTO, "identifier in another"),
+    ("In the second form, the last argument has to be an existing file.", FORMS, "substituted"),
+    ("Use --name-only to show a diffstat and --stat to show only the names of changed files.", LOG, "swapped"),
+    ("The cache is reached over an encrypted socket.", SOCKET, "negative prefix"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
         "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
-        "ordinal", "rate", "every-for-refuse-any"])
+        "ordinal", "rate", "every-for-refuse-any", "modifier-substituted", "modifier-of-a-name",
+        "identifier-of-another-slot", "last-word-substituted", "swapped-list", "negative-prefix"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
@@ -80,9 +93,14 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("git daemon only exports directories marked for export.", EXPORT),               # "only" answers "refuse"
     ("git rm removes files from the index, or from both the index and the working directory.", RM),  # not just
     ("git rm cannot delete a file from the working directory alone.", RM),
+    ("Fetching refs together with the objects they need works over several connections.", SOCKET),
+    ("The default behaviour can be changed by setting fetch.parallel.", SOCKET),
+    ("The config variable fetch.parallel is set to change the default behavior.", SOCKET),
+    ("Full-time staff get 27 days of leave a year.", "Full-time staff receive 27 days of leave a year."),
 ], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
         "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
-        "not-just", "not-just-restated"])
+        "not-just", "not-just-restated", "synonym-not-a-modifier-and-vague-quantity", "spelling-variant",
+        "passive-reorder", "verb-before-a-number"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None
 

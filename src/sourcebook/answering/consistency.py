@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from itertools import accumulate
 
 from ..stopwords import STOPWORDS
+from .alignment import is_identifier, misaligned
 from .lexical import stem_words
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -132,6 +133,7 @@ def contradiction(claim: str, source: str, sentence: str, span: str) -> str | No
         _antonym(claim, source, nearest),
         _strength(claim, nearest),
         _swapped(claim, sentence),
+        misaligned(claim, source),
     )
     return next((reason for reason in checks if reason), None)
 
@@ -213,7 +215,7 @@ def _identifiers(claim: str, source: str) -> set[str]:
         if re.fullmatch(r"-[A-Za-z]", token):
             if token not in source_tokens:
                 missing.add(token)
-        elif _is_identifier(token) and token.lower() not in lower_tokens:
+        elif is_identifier(token) and token.lower() not in lower_tokens:
             missing.add(token)
         elif "-" in token.strip("-") and token.lower() not in lower_tokens and not any(
             part in lower_tokens for part in token.lower().split("-") if len(part) > 2
@@ -228,18 +230,6 @@ def _identifiers(claim: str, source: str) -> set[str]:
 
 def _strip(token: str) -> str:
     return token.strip(_STRIP + ".")
-
-
-def _is_identifier(token: str) -> bool:
-    """Code rather than prose: an option, a dotted key or path, snake_case, camelCase, ACRONYM, word+digits."""
-    if re.fullmatch(r"[a-z]+/[a-z]+", token):  # and/or, read/write
-        return False
-    return bool(
-        re.fullmatch(r"--?[A-Za-z][\w-]*(?:=\S*)?", token)
-        or re.search(r"\w[._/]\w|^[~/]\w|_|[a-z][A-Z]", token)
-        or re.fullmatch(r"[A-Z][A-Z0-9]+", token)
-        or (re.search(r"[A-Za-z]", token) and re.search(r"\d", token) and not _NUMBER.fullmatch(token))
-    )
 
 
 def _terms(text: str) -> list[str]:
