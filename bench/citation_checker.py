@@ -125,11 +125,26 @@ def example_chunks() -> Iterator[Callable[[dict[str, Any]], StoredChunk]]:
         yield lambda pair: next(c for c in chunks if c.source.endswith(pair["doc"]) and _squash(pair["phrase"]) in _squash(c.text))
 
 
+def _title_and_section(origin: str) -> tuple[str, tuple[str, ...]]:
+    """What a knowledge base of the file would show a reader: its name as the title ("git-cherry-pick"
+    for .../git-cherry-pick.txt) and the section after the last comma ("DESCRIPTION")."""
+    name = Path(origin.split()[0].rstrip(",")).name
+    while Path(name).suffix in {".gz", ".txt", ".html", ".info"}:
+        name = Path(name).stem
+    return name, (origin.rsplit(", ", 1)[-1],) if ", " in origin else ()
+
+
 def docs_chunks() -> Callable[[dict[str, Any]], StoredChunk]:
-    """A pair's passage from bench/citation_sources_docs.jsonl, as a one-chunk document."""
+    """A pair's passage from bench/citation_sources_docs.jsonl, as a one-chunk document titled as
+    the file it quotes (the checker reads the title and section as a reader of the citation does)."""
     passages = {p["id"]: p for p in _read_jsonl(DOCS_SOURCES)}
-    return lambda pair: StoredChunk(f"{pair['source']}#0", pair["source"], "default", passages[pair["source"]]["origin"],
-                                    pair["source"], 0, passages[pair["source"]]["text"], (), None, "")
+
+    def chunk(pair: dict[str, Any]) -> StoredChunk:
+        passage = passages[pair["source"]]
+        title, section = _title_and_section(passage["origin"])
+        return StoredChunk(f"{pair['source']}#0", pair["source"], "default", passage["origin"], title, 0,
+                           passage["text"], section, None, "")
+    return chunk
 
 
 def run(sets: list[str], min_support: float) -> dict[str, dict[str, Any]]:

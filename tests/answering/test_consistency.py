@@ -37,6 +37,13 @@ SOCKET = ("The cache is reached over an unencrypted socket. Fetching refs along 
           "variable fetch.parallel.")
 
 
+TARGET = "Unless --force is given, the target file must not exist."
+INSTALLERS = "Package installers are unaware of the constraints that system packages have on libraries."
+PICK = "Given one or more existing commits, apply the change each one introduces, recording a new commit for each."
+PACKAGES = ("The /usr/bin/python command is provided in the python-is-python2 package. These packages are not "
+            "installed by default for new installations, but only for upgrades.")
+
+
 def check(claim: str, source: str) -> str | None:
     """The whole source stands for the closest sentence and span: the checks are what is tested here."""
     return contradiction(claim, source, source, source)
@@ -67,10 +74,12 @@ def check(claim: str, source: str) -> str | None:
     ("In the second form, the last argument has to be an existing file.", FORMS, "substituted"),
     ("Use --name-only to show a diffstat and --stat to show only the names of changed files.", LOG, "swapped"),
     ("The cache is reached over an encrypted socket.", SOCKET, "negative prefix"),
+    ("With git rm you can delete a file from your working directory alone.", RM, "negated in the source"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
         "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
         "ordinal", "rate", "every-for-refuse-any", "modifier-substituted", "modifier-of-a-name",
-        "identifier-of-another-slot", "last-word-substituted", "swapped-list", "negative-prefix"])
+        "identifier-of-another-slot", "last-word-substituted", "swapped-list", "negative-prefix",
+        "not-just-against-only"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
@@ -97,10 +106,12 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("The default behaviour can be changed by setting fetch.parallel.", SOCKET),
     ("The config variable fetch.parallel is set to change the default behavior.", SOCKET),
     ("Full-time staff get 27 days of leave a year.", "Full-time staff receive 27 days of leave a year."),
+    ("Without --force, the command fails if the target file exists.", TARGET),
+    ("Package installers do not know the constraints system packages have on libraries.", INSTALLERS),
 ], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
         "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
         "not-just", "not-just-restated", "synonym-not-a-modifier-and-vague-quantity", "spelling-variant",
-        "passive-reorder", "verb-before-a-number"])
+        "passive-reorder", "verb-before-a-number", "fails-if", "negative-prefix-answers"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None
 
@@ -110,3 +121,16 @@ def test_a_one_word_negation_counts_in_the_closest_sentence_only():
     closest = "--max-connections=<n>: Maximum number of concurrent clients, defaults to 32."
     assert contradiction(claim, CLIENTS, closest, CLIENTS) is None
     assert "limit" in (contradiction(claim, CLIENTS, "Set it to zero for no limit.", CLIENTS) or "")
+
+
+def test_the_title_and_section_name_what_the_passage_is_about():
+    claim = "git cherry-pick records a new commit for each commit it applies."
+    assert "cherry-pick" in (contradiction(claim, PICK, PICK, PICK) or "")
+    assert contradiction(claim, PICK, PICK, PICK, heading="git-cherry-pick DESCRIPTION") is None
+
+
+def test_the_sentence_the_claim_restates_word_for_word_counts_as_nearest():
+    """The embedding's closest sentence may be another one about the same package."""
+    claim = "The python-is-python2 packages are installed by default on new installations."
+    first = PACKAGES.split(". ")[0] + "."
+    assert "negated in the source" in (contradiction(claim, PACKAGES, first, first) or "")

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from itertools import accumulate
 
 from ..stopwords import STOPWORDS
-from .alignment import is_identifier, misaligned
+from .alignment import aligned_window, is_identifier, misaligned
 from .lexical import stem_words
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -63,6 +63,10 @@ _NEGATION_CUES = frozenset(
 # "unless" (if not) and "only"/"except" restate a negation ("only exports marked directories" for
 # "refuses to export unmarked ones") without being one: they answer a negation, never demand one.
 _CONDITIONAL_CUES = frozenset({"unless", "only", "except"})
+# "fails if the tag exists": the tag must not exist.
+_CONDITION_FAILURES = frozenset("fail fails failed refuse refuses refused".split())
+# Words that begin with "un" without negating what follows.
+_UN_WORDS = ("unless", "until", "under", "unit", "union", "uniq", "univers", "unix", "unicode", "uniform", "unif")
 _ELLIPTICAL_CUES = frozenset({"not", "isn't", "aren't", "doesn't", "don't"})
 # "Not just X" says X and more: no negation of X.
 _EXCLUSIVE = frozenset("only just solely merely alone".split())
@@ -115,20 +119,23 @@ _STRENGTH: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 
-def contradiction(claim: str, source: str, sentence: str, span: str) -> str | None:
+def contradiction(claim: str, source: str, sentence: str, span: str, heading: str = "") -> str | None:
     """Why the claim says something other than `source` while sharing its words, or None.
 
     `sentence` is the source's sentence closest to the claim and `span` its closest one or two
     sentences: negation, antonyms and strength are compared with both, word order with the
-    sentence alone, numbers and names with the whole source.
+    sentence alone, numbers and names with the whole source and its `heading` (the title and
+    section a reader of the citation sees: "cherry-pick" names git-cherry-pick(1)). The source
+    window the claim aligns with word for word joins the nearest sentences: the embedding's
+    closest sentence may be another one about the same things.
     """
-    nearest = f"{span} {sentence}"
+    nearest = f"{span} {sentence} {aligned_window(claim, source)}"
     checks = (
         _listed(_numbers(claim, claimed=True) - _numbers(source, claimed=False), "number not in the source"),
         _listed(_unitless(claim, source), "unit not in the source"),
         _listed(_other_currency(claim, source), "amount the source gives in another currency"),
         _listed(_displaced_numbers(claim, source), "number the source says of something else"),
-        _listed(_identifiers(claim, source), "identifier not in the source"),
+        _listed(_identifiers(claim, f"{heading} {source}"), "identifier not in the source"),
         _negation(claim, source, sentence, nearest),
         _antonym(claim, source, nearest),
         _strength(claim, nearest),
@@ -208,7 +215,9 @@ def _singular(word: str) -> str:
 def _identifiers(claim: str, source: str) -> set[str]:
     """The claim's identifiers and names that the source lacks (see the module docstring)."""
     source_tokens = {_strip(t) for t in source.split()}
-    lower_tokens = {t.lower() for t in source_tokens} | {w.lower() for w in re.findall(r"[\w'-]+", source)}
+    words = [w.lower() for w in re.findall(r"[\w'-]+", source)]
+    # A hyphenated name lends its parts: "git-cherry-pick" names "cherry-picking".
+    lower_tokens = {t.lower() for t in source_tokens} | set(words) | {p for w in words for p in w.split("-")}
     missing = set()
     for raw in claim.split():
         token = _strip(raw)
@@ -242,24 +251,36 @@ def _tokens(text: str) -> list[str]:
     return [t.lower().replace("’", "'") for t in _WORD.findall(_OPTION.sub(" ", text))]
 
 
-def _negated_scopes(text: str, answers: frozenset[str] | None = None) -> list[set[str]]:
+def _negated_scopes(text: str, answers: frozenset[str] | None = None, exclusive: bool = False) -> list[set[str]]:
     """For each negation in `text`, the stems of the first content words it governs (up to a clause
-    boundary); an elliptical one ("whether any work is required; if not, it exits") governs the
-    clause before it. With `answers` (the cues that may answer a negation, on top of the
-    negations themselves) every scope is listed; without, only those that demand an answer:
-    "not just X" says X and more, so it demands no negation of X."""
+    boundary; "fails if X" governs X); an elliptical one ("whether any work is required; if not,
+    it exits") governs the clause before it. With `answers` (the cues that may answer a negation,
+    on top of the negations themselves) every scope is listed; without, only those that demand an answer:
+    "not just X" says X and more, so it demands no negation of X unless `exclusive` (the other
+    side says "just X" too: "can remove a file from just your working directory")."""
     words = _tokens(text)
     scopes = []
     for i, word in enumerate(words):
-        demanding = answers is None and not _EXCLUSIVE & set(words[i + 1:i + 1 + 2 * _SCOPE_TERMS])
+        demanding = answers is None and (exclusive or not _EXCLUSIVE & set(words[i + 1:i + 1 + 2 * _SCOPE_TERMS]))
         if (_is_cue(word) and (answers is not None or demanding)) or word in (answers or ()):
-            scope = _scope(words[i + 1:])
+            skip = 2 if word in _CONDITION_FAILURES and words[i + 1:i + 2] in (["if"], ["when"]) else 1
+            scope = _scope(words[i + skip:])
             if not scope and word in _ELLIPTICAL_CUES:
                 before = list(reversed(words[:i]))
                 start = next((k for k, w in enumerate(before) if w not in _BOUNDARY), len(before))
                 scope = _scope(before[start:])
             scopes.append(scope)
     return scopes
+
+
+def _prefixed_scopes(text: str) -> list[set[str]]:
+    """The scope of each word negated by its prefix, the word included: "unaware of the constraints"
+    answers "do not know the constraints" when two words are shared. It demands nothing ("untracked
+    files" is a name more than a negation) and answers only on two words ("unused days may be
+    carried over" says nothing of "cannot be carried over")."""
+    words = _tokens(text)
+    return [set(_terms(w[2:])) | _scope(words[i + 1:]) for i, w in enumerate(words)
+            if w.startswith("un") and len(w) > 5 and not w.startswith(_UN_WORDS)]
 
 
 def _is_cue(word: str) -> bool:
@@ -284,12 +305,15 @@ def _negation(claim: str, source: str, sentence: str, nearest: str) -> str | Non
     claim_scopes = _negated_scopes(claim, _CONDITIONAL_CUES)
     source_scopes = _negated_scopes(source, frozenset({"unless"}))  # a source's "only" answers nothing
     source_terms = set(_terms(source))
+    prefixed = _prefixed_scopes(source)
     for scope in _negated_scopes(claim):
-        if scope & source_terms and not any(scope & s for s in source_scopes):
+        answered = any(scope & s for s in source_scopes) or any(len(scope & s) > 1 for s in prefixed)
+        if scope & source_terms and not answered:
             return f"negated in the claim, not in the source: {' '.join(sorted(scope))}"
     claim_terms = set(_terms(claim))
     one_word = [s for s in _negated_scopes(sentence) if len(s) == 1]
-    for scope in [s for s in _negated_scopes(nearest) if len(s) > 1] + one_word:
+    exclusive = bool(_EXCLUSIVE & {w for w, _ in _plain_words(claim)})
+    for scope in [s for s in _negated_scopes(nearest, exclusive=exclusive) if len(s) > 1] + one_word:
         shared = scope & claim_terms
         if len(shared) >= min(2, len(scope)) and not any(scope & s for s in claim_scopes):
             return f"negated in the source, not in the claim: {' '.join(sorted(scope))}"
