@@ -75,11 +75,13 @@ def check(claim: str, source: str) -> str | None:
     ("Use --name-only to show a diffstat and --stat to show only the names of changed files.", LOG, "swapped"),
     ("The cache is reached over an encrypted socket.", SOCKET, "negative prefix"),
     ("With git rm you can delete a file from your working directory alone.", RM, "negated in the source"),
+    ("Use pip to install the application.", "Install the application with pipx.", "near-miss"),
+    ("git am keeps the [PATCH] prefix of the subject.", "The [PATCH] prefix of the subject is stripped by git am.", "antonym"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
         "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
         "ordinal", "rate", "every-for-refuse-any", "modifier-substituted", "modifier-of-a-name",
         "identifier-of-another-slot", "last-word-substituted", "swapped-list", "negative-prefix",
-        "not-just-against-only"])
+        "not-just-against-only", "near-miss-name", "keep-for-strip"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
@@ -108,10 +110,12 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("Full-time staff get 27 days of leave a year.", "Full-time staff receive 27 days of leave a year."),
     ("Without --force, the command fails if the target file exists.", TARGET),
     ("Package installers do not know the constraints system packages have on libraries.", INSTALLERS),
+    ("The installer uses the system packages.", "The installers use the system package."),
 ], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
         "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
         "not-just", "not-just-restated", "synonym-not-a-modifier-and-vague-quantity", "spelling-variant",
-        "passive-reorder", "verb-before-a-number", "fails-if", "negative-prefix-answers"])
+        "passive-reorder", "verb-before-a-number", "fails-if", "negative-prefix-answers",
+        "inflections-are-no-near-miss"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None
 

@@ -13,6 +13,7 @@ aligned words where the claim has exactly one word and the source another:
 - the two words swapped: each also appears on the other side (the claim has the source's word
   elsewhere and the source the claim's);
 - a negative prefix: "aware" for "unaware", "unsigned" for "signed";
+- (anywhere in the claim) a name one letter off a source word's end: "pip" for "pipx";
 - a plain substitution in the same frame, the claim's word being nowhere in the source: the same
   function words before it (at least one: "employees get 27 days" / "receive 27 days" is a verb)
   and the next aligned word right after it, as a modifier ("the home directory" / "the working
@@ -141,6 +142,19 @@ def misaligned(claim: str, source: str) -> str | None:
                               (near_at[j0], y, near_at[j1] if j1 < len(near_at) else None), source_keys)
         if reason:
             return reason
+    return _near_miss(said, tokens(source), source_keys)
+
+
+def _near_miss(said: list[_Token], source: list[_Token], source_keys: set[str]) -> str | None:
+    """A short name of the claim that the source spells with one more letter at its end, or one
+    fewer: "pip" for "pipx", "gitk" for "git" are other programs (an inflection is no such letter)."""
+    for word in said:
+        if not word.content or word.key in source_keys or word.lower in source_keys:
+            continue
+        for other in source:
+            short, long = sorted((word.lower, other.lower), key=len)
+            if len(short) >= 3 and long[:-1] == short and long[-1].isalpha() and long[-1] not in "sdeyr":
+                return f"near-miss name: {word.raw} for {other.raw}"
     return None
 
 

@@ -87,7 +87,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("more", "fewer"), ("larger", "smaller"), ("bigger", "smaller"), ("higher", "lower"), ("longer", "shorter"),
     ("least", "most"), ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"),
     ("first", "last"),
-    ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"),
+    ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"), ("keep", "strip"),
     ("enable", "disable"), ("allow", "deny"), ("allow", "forbid"), ("allow", "prevent"), ("accept", "reject"),
     ("include", "exclude"), ("add", "remove"), ("create", "delete"), ("create", "destroy"), ("open", "close"),
     ("lock", "unlock"), ("show", "hide"), ("remember", "forget"), ("use", "ignore"), ("permanent", "temporary"),
@@ -106,6 +106,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
 FORMS: dict[str, tuple[str, ...]] = {
     "forget": ("forgot", "forgotten"), "lose": ("lost",), "hide": ("hid", "hidden"), "write": ("wrote", "written"),
     "grow": ("grew", "grown"), "shrink": ("shrank", "shrunk"), "keep": ("kept",), "begin": ("began", "begun"),
+    "strip": ("stripped", "stripping"),
 }
 # A claim word of each kind, and the source words that license it: "each" and "per" license
 # "every" (a paraphrase of "27 days per year" says "each year"), "need" licenses "must".
