@@ -76,12 +76,13 @@ def check(claim: str, source: str) -> str | None:
     ("The cache is reached over an encrypted socket.", SOCKET, "negative prefix"),
     ("With git rm you can delete a file from your working directory alone.", RM, "negated in the source"),
     ("Use pip to install the application.", "Install the application with pipx.", "near-miss"),
+    ("Sort the output with sort -k name.", "Sort the output with sort -k size.", "another value of -k"),
     ("git am keeps the [PATCH] prefix of the subject.", "The [PATCH] prefix of the subject is stripped by git am.", "antonym"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
         "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
         "ordinal", "rate", "every-for-refuse-any", "modifier-substituted", "modifier-of-a-name",
         "identifier-of-another-slot", "last-word-substituted", "swapped-list", "negative-prefix",
-        "not-just-against-only", "near-miss-name", "keep-for-strip"])
+        "not-just-against-only", "near-miss-name", "option-value", "keep-for-strip"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
