@@ -112,11 +112,13 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("Without --force, the command fails if the target file exists.", TARGET),
     ("Package installers do not know the constraints system packages have on libraries.", INSTALLERS),
     ("The installer uses the system packages.", "The installers use the system package."),
+    ("Giving --xml=yes makes it use --leak-check=full automatically.",
+     "If --xml=yes is given, it will automatically use --leak-check=full. --leak-resolution=high: merge leaks."),
 ], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
         "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
         "not-just", "not-just-restated", "synonym-not-a-modifier-and-vague-quantity", "spelling-variant",
         "passive-reorder", "verb-before-a-number", "fails-if", "negative-prefix-answers",
-        "inflections-are-no-near-miss"])
+        "inflections-are-no-near-miss", "an-option-with-its-own-value"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None
 

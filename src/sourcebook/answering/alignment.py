@@ -10,7 +10,8 @@ adjacent ones, the longest common subsequence of content words) and looks at eac
 aligned words where the claim has exactly one word and the source another:
 
 - an identifier of the claim (option, dotted key, name with digits...) that the window lacks, or
-  another value right after the same option ("-t rsa" for "-t ed25519");
+  another value right after the same option, in the same sentence, when the option has none of
+  its own ("-t rsa" for "-t ed25519"; "--leak-check=full automatically" is no such value);
 - the two words swapped: each also appears on the other side (the claim has the source's word
   elsewhere and the source the claim's);
 - a negative prefix: "aware" for "unaware", "unsigned" for "signed";
@@ -169,7 +170,8 @@ def _substituted(said: list[_Token], near: list[_Token], claim_slot: tuple[int, 
         return None
     if is_identifier(word.raw) and word.key not in {t.key for t in near}:
         return f"identifier in another's place: {word.raw} for {other.raw}"
-    if said[left].raw.startswith("-") and x == left + 1 and y == near_left + 1:
+    option = said[left].raw
+    if option.startswith("-") and "=" not in option and x == left + 1 and y == near_left + 1 and not near[near_left].last:
         return f"another value of {said[left].raw}: {word.raw} for {other.raw}"
     passive = _PASSIVE & {t.lower for t in [*said[left + 1:x], *near[near_left + 1:y]]}
     if word.key in {t.key for t in near} and other.key in {t.key for t in said} and not passive:
