@@ -17,13 +17,16 @@ caps its support when one of these checks finds a difference:
   when the source speaks of it, and a phrase the source's nearest sentences negate must not
   be stated plainly by the claim (a one-word phrase only from the closest sentence); a
   negation elsewhere in a sentence ("if the size isn't known") says nothing about the claim,
-  and "unless" or "only" may restate a negation;
+  "unless" or "only" may restate a negation, "fails if X" negates X, and "unaware of" answers
+  "does not know"; "not ... just X" is contradicted only by a claim that says "just X";
 - antonyms: the claim does not use a word whose opposite (ANTONYMS, a small lexicon of
   documentation verbs and adjectives) the nearest sentences use, unless one side negates it;
 - strength: a universal quantifier (all, every, always), a necessity (must, required) or an
   exclusive "only" in the claim appears in the nearest sentences in some form, about the same
   things ("Some people find vi difficult" does not support "Everyone finds vi difficult");
-- word order: two terms the claim links by the same words as the source, in the other order.
+- word order: two terms the claim links by the same words as the source, in the other order;
+- aligned support (alignment.py): aligned word for word with the source sentence it restates,
+  the claim puts no other word in one of that sentence's slots.
 
 WordNet would give more antonyms but is a 30 MB data package for a few dozen pairs that
 matter in documentation; the lexicon is listed here and can grow.
