@@ -31,6 +31,19 @@ AUTO = ("With --auto, git gc checks whether any housekeeping is required; if not
         "use --no-tags. You need to set the configuration variable rerere.enabled to enable this command.")
 
 
+LOG = "Use --stat to show a diffstat and --name-only to show only the names of changed files."
+SOCKET = ("The cache is reached over an unencrypted socket. Fetching refs along with the objects they need "
+          "works over multiple connections. The default behavior can be changed by setting the config "
+          "variable fetch.parallel.")
+
+
+TARGET = "Unless --force is given, the target file must not exist."
+INSTALLERS = "Package installers are unaware of the constraints that system packages have on libraries."
+PICK = "Given one or more existing commits, apply the change each one introduces, recording a new commit for each."
+PACKAGES = ("The /usr/bin/python command is provided in the python-is-python2 package. These packages are not "
+            "installed by default for new installations, but only for upgrades.")
+
+
 def check(claim: str, source: str) -> str | None:
     """The whole source stands for the closest sentence and span: the checks are what is tested here."""
     return contradiction(claim, source, source, source)
@@ -55,9 +68,21 @@ def check(claim: str, source: str) -> str | None:
     ("In the third form, the last argument has to be an existing directory.", FORMS, "number"),
     ("git daemon accepts at most 32 clients per second.", CLIENTS, "unit"),
     ("git daemon exports every Git directory, marked or not.", EXPORT, "negated in the source"),
+    ("--max-connections sets the maximum number of idle clients, defaults to 32.", CLIENTS, "substituted"),
+    ("Unix systems can use the keychain credential manager.", AUTO, "substituted"),
+    ("You need to set the configuration variable --no-tags to enable this command.", AUTO, "identifier in another"),
+    ("In the second form, the last argument has to be an existing file.", FORMS, "substituted"),
+    ("Use --name-only to show a diffstat and --stat to show only the names of changed files.", LOG, "swapped"),
+    ("The cache is reached over an encrypted socket.", SOCKET, "negative prefix"),
+    ("With git rm you can delete a file from your working directory alone.", RM, "negated in the source"),
+    ("Use pip to install the application.", "Install the application with pipx.", "near-miss"),
+    ("Sort the output with sort -k name.", "Sort the output with sort -k size.", "another value of -k"),
+    ("git am keeps the [PATCH] prefix of the subject.", "The [PATCH] prefix of the subject is stripped by git am.", "antonym"),
 ], ids=["number", "unit", "unit-word-number", "currency", "dotted-key", "code-span", "acronym", "negated",
         "negation-dropped", "antonym", "always", "must", "swapped", "hyphenated-name", "all-of-something-else",
-        "ordinal", "rate", "every-for-refuse-any"])
+        "ordinal", "rate", "every-for-refuse-any", "modifier-substituted", "modifier-of-a-name",
+        "identifier-of-another-slot", "last-word-substituted", "swapped-list", "negative-prefix",
+        "not-just-against-only", "near-miss-name", "option-value", "keep-for-strip"])
 def test_a_changed_claim_is_caught(claim, source, reason):
     found = check(claim, source)
     assert found is not None and reason in found
@@ -80,9 +105,20 @@ def test_a_changed_claim_is_caught(claim, source, reason):
     ("git daemon only exports directories marked for export.", EXPORT),               # "only" answers "refuse"
     ("git rm removes files from the index, or from both the index and the working directory.", RM),  # not just
     ("git rm cannot delete a file from the working directory alone.", RM),
+    ("Fetching refs together with the objects they need works over several connections.", SOCKET),
+    ("The default behaviour can be changed by setting fetch.parallel.", SOCKET),
+    ("The config variable fetch.parallel is set to change the default behavior.", SOCKET),
+    ("Full-time staff get 27 days of leave a year.", "Full-time staff receive 27 days of leave a year."),
+    ("Without --force, the command fails if the target file exists.", TARGET),
+    ("Package installers do not know the constraints system packages have on libraries.", INSTALLERS),
+    ("The installer uses the system packages.", "The installers use the system package."),
+    ("Giving --xml=yes makes it use --leak-check=full automatically.",
+     "If --xml=yes is given, it will automatically use --leak-check=full. --leak-resolution=high: merge leaks."),
 ], ids=["number", "number-word", "negated-both", "negation-elsewhere", "passive", "plain", "hedge-kept", "each",
         "elliptical-negation", "unless", "option-name", "all-of-the-same", "agentless-passive", "only-for-refuse",
-        "not-just", "not-just-restated"])
+        "not-just", "not-just-restated", "synonym-not-a-modifier-and-vague-quantity", "spelling-variant",
+        "passive-reorder", "verb-before-a-number", "fails-if", "negative-prefix-answers",
+        "inflections-are-no-near-miss", "an-option-with-its-own-value"])
 def test_a_paraphrase_is_not_caught(claim, source):
     assert check(claim, source) is None
 
@@ -92,3 +128,16 @@ def test_a_one_word_negation_counts_in_the_closest_sentence_only():
     closest = "--max-connections=<n>: Maximum number of concurrent clients, defaults to 32."
     assert contradiction(claim, CLIENTS, closest, CLIENTS) is None
     assert "limit" in (contradiction(claim, CLIENTS, "Set it to zero for no limit.", CLIENTS) or "")
+
+
+def test_the_title_and_section_name_what_the_passage_is_about():
+    claim = "git cherry-pick records a new commit for each commit it applies."
+    assert "cherry-pick" in (contradiction(claim, PICK, PICK, PICK) or "")
+    assert contradiction(claim, PICK, PICK, PICK, heading="git-cherry-pick DESCRIPTION") is None
+
+
+def test_the_sentence_the_claim_restates_word_for_word_counts_as_nearest():
+    """The embedding's closest sentence may be another one about the same package."""
+    claim = "The python-is-python2 packages are installed by default on new installations."
+    first = PACKAGES.split(". ")[0] + "."
+    assert "negated in the source" in (contradiction(claim, PACKAGES, first, first) or "")

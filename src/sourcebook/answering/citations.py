@@ -9,9 +9,11 @@ compared with the source it cites:
                span of the source (one sentence, or two adjacent ones)
 
 then capped at 0.25 when consistency.contradiction finds that the claim, while sharing the
-source's words, says something else: a number, unit, identifier or name the source lacks, a
-negation, an antonym or a stronger quantifier than the source's closest sentences (the ways an
-LLM most often turns a true sentence false while keeping its words). A claim is
+source's words, says something else: a number, unit, identifier or name the source lacks (its
+title and section count: the reader sees them), a negation, an antonym or a stronger
+quantifier than the source's closest sentences, or, aligned word for word with the sentence it
+restates (alignment.py), another identifier or word in one of its slots (the ways an LLM most
+often turns a true sentence false while keeping its words). A claim is
 supported when some source it cites reaches `min_support` (Settings.citation_min_support,
 0.5). Numbers outside the sources are removed from the text ("invalid"), unsupported
 sentences are flagged, and the closest span becomes the citation's quote.
@@ -97,7 +99,7 @@ class CitationChecker:
             supported_by: list[int] = []
             best = 0.0
             for n in numbers:
-                score, quote = self._support(claim, vector, spans[n], by_number[n].text)
+                score, quote = self._support(claim, vector, spans[n], by_number[n])
                 best = max(best, score)
                 if score >= self._min_support:
                     supported_by.append(n)
@@ -126,15 +128,17 @@ class CitationChecker:
         return spans
 
     @staticmethod
-    def _support(claim: str, vector: np.ndarray, spans: list[_Span], source_text: str) -> tuple[float, str]:
+    def _support(claim: str, vector: np.ndarray, spans: list[_Span], source: Source) -> tuple[float, str]:
         """The claim's support from one source, and the source's span closest to it."""
+        source_text = source.text
         similarities = [float(span.vector @ vector) for span in spans]
         closest = spans[int(np.argmax(similarities))]
         sentence = max((s for s in spans if s.single), key=lambda s: float(s.vector @ vector))
         terms = content_terms(claim)
         lexical = len(terms & content_terms(source_text)) / len(terms) if terms else 0.0
         score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * max(similarities)
-        if contradiction(claim, source_text, sentence.text, closest.text):
+        heading = " ".join((source.chunk.title, *source.chunk.heading_path))
+        if contradiction(claim, source_text, sentence.text, closest.text, heading):
             score = min(score, CONTRADICTION_CAP)
         return score, closest.text
 

@@ -17,13 +17,16 @@ caps its support when one of these checks finds a difference:
   when the source speaks of it, and a phrase the source's nearest sentences negate must not
   be stated plainly by the claim (a one-word phrase only from the closest sentence); a
   negation elsewhere in a sentence ("if the size isn't known") says nothing about the claim,
-  and "unless" or "only" may restate a negation;
+  "unless" or "only" may restate a negation, "fails if X" negates X, and "unaware of" answers
+  "does not know"; "not ... just X" is contradicted only by a claim that says "just X";
 - antonyms: the claim does not use a word whose opposite (ANTONYMS, a small lexicon of
   documentation verbs and adjectives) the nearest sentences use, unless one side negates it;
 - strength: a universal quantifier (all, every, always), a necessity (must, required) or an
   exclusive "only" in the claim appears in the nearest sentences in some form, about the same
   things ("Some people find vi difficult" does not support "Everyone finds vi difficult");
-- word order: two terms the claim links by the same words as the source, in the other order.
+- word order: two terms the claim links by the same words as the source, in the other order;
+- aligned support (alignment.py): aligned word for word with the source sentence it restates,
+  the claim puts no other word in one of that sentence's slots.
 
 WordNet would give more antonyms but is a 30 MB data package for a few dozen pairs that
 matter in documentation; the lexicon is listed here and can grow.
@@ -36,6 +39,7 @@ from collections.abc import Iterable
 from itertools import accumulate
 
 from ..stopwords import STOPWORDS
+from .alignment import aligned_window, is_identifier, misaligned
 from .lexical import stem_words
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -62,6 +66,10 @@ _NEGATION_CUES = frozenset(
 # "unless" (if not) and "only"/"except" restate a negation ("only exports marked directories" for
 # "refuses to export unmarked ones") without being one: they answer a negation, never demand one.
 _CONDITIONAL_CUES = frozenset({"unless", "only", "except"})
+# "fails if the tag exists": the tag must not exist.
+_CONDITION_FAILURES = frozenset("fail fails failed refuse refuses refused".split())
+# Words that begin with "un" without negating what follows.
+_UN_WORDS = ("unless", "until", "under", "unit", "union", "uniq", "univers", "unix", "unicode", "uniform", "unif")
 _ELLIPTICAL_CUES = frozenset({"not", "isn't", "aren't", "doesn't", "don't"})
 # "Not just X" says X and more: no negation of X.
 _EXCLUSIVE = frozenset("only just solely merely alone".split())
@@ -82,7 +90,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("more", "fewer"), ("larger", "smaller"), ("bigger", "smaller"), ("higher", "lower"), ("longer", "shorter"),
     ("least", "most"), ("faster", "slower"), ("fast", "slow"), ("quickly", "slowly"), ("earlier", "later"),
     ("first", "last"),
-    ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"),
+    ("start", "stop"), ("keep", "stop"), ("keep", "discard"), ("keep", "lose"), ("keep", "delete"), ("keep", "strip"),
     ("enable", "disable"), ("allow", "deny"), ("allow", "forbid"), ("allow", "prevent"), ("accept", "reject"),
     ("include", "exclude"), ("add", "remove"), ("create", "delete"), ("create", "destroy"), ("open", "close"),
     ("lock", "unlock"), ("show", "hide"), ("remember", "forget"), ("use", "ignore"), ("permanent", "temporary"),
@@ -101,6 +109,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
 FORMS: dict[str, tuple[str, ...]] = {
     "forget": ("forgot", "forgotten"), "lose": ("lost",), "hide": ("hid", "hidden"), "write": ("wrote", "written"),
     "grow": ("grew", "grown"), "shrink": ("shrank", "shrunk"), "keep": ("kept",), "begin": ("began", "begun"),
+    "strip": ("stripped", "stripping"),
 }
 # A claim word of each kind, and the source words that license it: "each" and "per" license
 # "every" (a paraphrase of "27 days per year" says "each year"), "need" licenses "must".
@@ -114,24 +123,28 @@ _STRENGTH: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 
-def contradiction(claim: str, source: str, sentence: str, span: str) -> str | None:
+def contradiction(claim: str, source: str, sentence: str, span: str, heading: str = "") -> str | None:
     """Why the claim says something other than `source` while sharing its words, or None.
 
     `sentence` is the source's sentence closest to the claim and `span` its closest one or two
     sentences: negation, antonyms and strength are compared with both, word order with the
-    sentence alone, numbers and names with the whole source.
+    sentence alone, numbers and names with the whole source and its `heading` (the title and
+    section a reader of the citation sees: "cherry-pick" names git-cherry-pick(1)). The source
+    window the claim aligns with word for word joins the nearest sentences: the embedding's
+    closest sentence may be another one about the same things.
     """
-    nearest = f"{span} {sentence}"
+    nearest = f"{span} {sentence} {aligned_window(claim, source)}"
     checks = (
         _listed(_numbers(claim, claimed=True) - _numbers(source, claimed=False), "number not in the source"),
         _listed(_unitless(claim, source), "unit not in the source"),
         _listed(_other_currency(claim, source), "amount the source gives in another currency"),
         _listed(_displaced_numbers(claim, source), "number the source says of something else"),
-        _listed(_identifiers(claim, source), "identifier not in the source"),
+        _listed(_identifiers(claim, f"{heading} {source}"), "identifier not in the source"),
         _negation(claim, source, sentence, nearest),
         _antonym(claim, source, nearest),
         _strength(claim, nearest),
         _swapped(claim, sentence),
+        misaligned(claim, source),
     )
     return next((reason for reason in checks if reason), None)
 
@@ -206,14 +219,16 @@ def _singular(word: str) -> str:
 def _identifiers(claim: str, source: str) -> set[str]:
     """The claim's identifiers and names that the source lacks (see the module docstring)."""
     source_tokens = {_strip(t) for t in source.split()}
-    lower_tokens = {t.lower() for t in source_tokens} | {w.lower() for w in re.findall(r"[\w'-]+", source)}
+    words = [w.lower() for w in re.findall(r"[\w'-]+", source)]
+    # A hyphenated name lends its parts: "git-cherry-pick" names "cherry-picking".
+    lower_tokens = {t.lower() for t in source_tokens} | set(words) | {p for w in words for p in w.split("-")}
     missing = set()
     for raw in claim.split():
         token = _strip(raw)
         if re.fullmatch(r"-[A-Za-z]", token):
             if token not in source_tokens:
                 missing.add(token)
-        elif _is_identifier(token) and token.lower() not in lower_tokens:
+        elif is_identifier(token) and token.lower() not in lower_tokens:
             missing.add(token)
         elif "-" in token.strip("-") and token.lower() not in lower_tokens and not any(
             part in lower_tokens for part in token.lower().split("-") if len(part) > 2
@@ -230,18 +245,6 @@ def _strip(token: str) -> str:
     return token.strip(_STRIP + ".")
 
 
-def _is_identifier(token: str) -> bool:
-    """Code rather than prose: an option, a dotted key or path, snake_case, camelCase, ACRONYM, word+digits."""
-    if re.fullmatch(r"[a-z]+/[a-z]+", token):  # and/or, read/write
-        return False
-    return bool(
-        re.fullmatch(r"--?[A-Za-z][\w-]*(?:=\S*)?", token)
-        or re.search(r"\w[._/]\w|^[~/]\w|_|[a-z][A-Z]", token)
-        or re.fullmatch(r"[A-Z][A-Z0-9]+", token)
-        or (re.search(r"[A-Za-z]", token) and re.search(r"\d", token) and not _NUMBER.fullmatch(token))
-    )
-
-
 def _terms(text: str) -> list[str]:
     """Stems that match across inflections ("package", "packaged" -> "packag"), stopwords kept."""
     return [stem[:-1] if len(stem) > 4 and stem.endswith("e") else stem for stem in stem_words(text)]
@@ -252,24 +255,36 @@ def _tokens(text: str) -> list[str]:
     return [t.lower().replace("’", "'") for t in _WORD.findall(_OPTION.sub(" ", text))]
 
 
-def _negated_scopes(text: str, answers: frozenset[str] | None = None) -> list[set[str]]:
+def _negated_scopes(text: str, answers: frozenset[str] | None = None, exclusive: bool = False) -> list[set[str]]:
     """For each negation in `text`, the stems of the first content words it governs (up to a clause
-    boundary); an elliptical one ("whether any work is required; if not, it exits") governs the
-    clause before it. With `answers` (the cues that may answer a negation, on top of the
-    negations themselves) every scope is listed; without, only those that demand an answer:
-    "not just X" says X and more, so it demands no negation of X."""
+    boundary; "fails if X" governs X); an elliptical one ("whether any work is required; if not,
+    it exits") governs the clause before it. With `answers` (the cues that may answer a negation,
+    on top of the negations themselves) every scope is listed; without, only those that demand an answer:
+    "not just X" says X and more, so it demands no negation of X unless `exclusive` (the other
+    side says "just X" too: "can remove a file from just your working directory")."""
     words = _tokens(text)
     scopes = []
     for i, word in enumerate(words):
-        demanding = answers is None and not _EXCLUSIVE & set(words[i + 1:i + 1 + 2 * _SCOPE_TERMS])
+        demanding = answers is None and (exclusive or not _EXCLUSIVE & set(words[i + 1:i + 1 + 2 * _SCOPE_TERMS]))
         if (_is_cue(word) and (answers is not None or demanding)) or word in (answers or ()):
-            scope = _scope(words[i + 1:])
+            skip = 2 if word in _CONDITION_FAILURES and words[i + 1:i + 2] in (["if"], ["when"]) else 1
+            scope = _scope(words[i + skip:])
             if not scope and word in _ELLIPTICAL_CUES:
                 before = list(reversed(words[:i]))
                 start = next((k for k, w in enumerate(before) if w not in _BOUNDARY), len(before))
                 scope = _scope(before[start:])
             scopes.append(scope)
     return scopes
+
+
+def _prefixed_scopes(text: str) -> list[set[str]]:
+    """The scope of each word negated by its prefix, the word included: "unaware of the constraints"
+    answers "do not know the constraints" when two words are shared. It demands nothing ("untracked
+    files" is a name more than a negation) and answers only on two words ("unused days may be
+    carried over" says nothing of "cannot be carried over")."""
+    words = _tokens(text)
+    return [set(_terms(w[2:])) | _scope(words[i + 1:]) for i, w in enumerate(words)
+            if w.startswith("un") and len(w) > 5 and not w.startswith(_UN_WORDS)]
 
 
 def _is_cue(word: str) -> bool:
@@ -294,12 +309,15 @@ def _negation(claim: str, source: str, sentence: str, nearest: str) -> str | Non
     claim_scopes = _negated_scopes(claim, _CONDITIONAL_CUES)
     source_scopes = _negated_scopes(source, frozenset({"unless"}))  # a source's "only" answers nothing
     source_terms = set(_terms(source))
+    prefixed = _prefixed_scopes(source)
     for scope in _negated_scopes(claim):
-        if scope & source_terms and not any(scope & s for s in source_scopes):
+        answered = any(scope & s for s in source_scopes) or any(len(scope & s) > 1 for s in prefixed)
+        if scope & source_terms and not answered:
             return f"negated in the claim, not in the source: {' '.join(sorted(scope))}"
     claim_terms = set(_terms(claim))
     one_word = [s for s in _negated_scopes(sentence) if len(s) == 1]
-    for scope in [s for s in _negated_scopes(nearest) if len(s) > 1] + one_word:
+    exclusive = bool(_EXCLUSIVE & {w for w, _ in _plain_words(claim)})
+    for scope in [s for s in _negated_scopes(nearest, exclusive=exclusive) if len(s) > 1] + one_word:
         shared = scope & claim_terms
         if len(shared) >= min(2, len(scope)) and not any(scope & s for s in claim_scopes):
             return f"negated in the source, not in the claim: {' '.join(sorted(scope))}"
