@@ -34,13 +34,15 @@ _EDGE_TOLERANCE = 2.0  # points: a line's baseline may sit just outside the tabl
 
 @dataclass(frozen=True)
 class PageTable:
-    """A table on a page: its vertical extent (PDF y, from the bottom), rows, and the caption
-    and introducing sentence moved into it."""
+    """A table on a page: its vertical extent (PDF y, from the bottom), rows, the caption
+    and introducing sentence moved into it, and whether it is an option table (two columns,
+    options in the first: its rows become entries, `pdf_columns.py`)."""
 
     top: float
     bottom: float
     rows: list[list[str]]
     lead: tuple[str, ...] = field(default=())
+    terms: bool = False
 
     def holds(self, y: float | None) -> bool:
         return y is not None and self.bottom - _EDGE_TOLERANCE <= y <= self.top + _EDGE_TOLERANCE
