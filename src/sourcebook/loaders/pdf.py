@@ -38,7 +38,7 @@ from pypdf.generic import IndirectObject
 from ..errors import EmptyDocumentError, LoaderError, MissingExtraError
 from ..models import ParsedDocument
 from .ocr import OCR_EXTRA, OcrPage, ocr_metadata, pdf_page_images, read_image, require_engine
-from .pdf_columns import find_column_tables, may_have_columns, monospaced, plain_hyphens, shown_pieces
+from .pdf_columns import BULLETS, find_column_tables, may_have_columns, monospaced, plain_hyphens, shown_pieces
 from .pdf_margins import MarginNote, cut_note, find_notes, may_have_notes, on_baseline
 from .pdf_tables import PageTable, attach_captions, find_tables, may_hold_table, split_at_tables
 from .reference import entry_term
@@ -53,7 +53,6 @@ warnings.filterwarnings("ignore", category=PdfReadWarning)
 
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=([^\W\d_]))")
 _SENTENCE_END = tuple('.!?:;"”’)')
-_BULLETS = tuple("•◦▪‣●○■□➢✓")
 _SHORT_LINE = 0.7  # of the page's typical line length
 _WIDE_GAP = 1.35  # of the page's usual line spacing
 _SIZE_CHANGE = 0.5  # points
@@ -299,7 +298,7 @@ def _wide_gap(previous: TextLine, line: TextLine, spacing: float | None) -> bool
 
 
 def _starts_paragraph(previous: TextLine, line: TextLine, spacing: float | None, typical: int) -> bool:
-    if line.text.startswith(_BULLETS):
+    if line.text.startswith(BULLETS):
         return True
     if previous.text.endswith(_SENTENCE_END) and len(previous.text) < _SHORT_LINE * typical:
         return True

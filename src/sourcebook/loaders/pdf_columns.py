@@ -40,14 +40,17 @@ logger = logging.getLogger(__name__)
 
 _CELL_GAP = 0.8  # of the font size: wider than a stretched word space, narrower than \tabcolsep's 12 pt
 _ALIGN = 2.0  # points within which cells start in one column
-_SAME_BASELINE = 1.0  # points
+_SAME_SIZE = 0.5  # points
+_MARK_MAX_CHARS = 3
+BULLETS = tuple("•◦▪‣●○■□➢✓")
+_SAME_LINE = 0.3  # of the font size: a lowered E of the TeX logo, a footnote mark, a subscript
 _INDENT = 3.0  # of the font size: a line starting this far right of the body's edge may be a wrapped cell
 _ROW_GAP = 2.5  # of the page's line spacing: a wider gap ends the table
 _TERM_MAX_CHARS = 30  # median first-column cell: a label, not a line of prose
 _FIRST_COLUMN_SHARE = 0.5  # of the table's width: wider first cells are prose beside a note
 _MIN_ROWS = 2
 _OPTION_START = ("-", "\\", "/", "+")
-_MONOSPACED = re.compile(r"mono|courier|consol|typewriter|inconsolata|menlo|cmtt|cmsltt|cmitt|sftt|ectt|tctt|lmtt|txtt", re.I)
+_MONOSPACED = re.compile(r"mono|courier|consol|typewriter|pitch|inconsolata|menlo|cmtt|cmsltt|cmitt|sftt|ectt|tctt|lmtt|txtt", re.I)
 _CAPTION_LINE = re.compile(r"^\s*(?:table|tab\.)\s*[\dIVXivx]+", re.IGNORECASE)
 _LEADER = re.compile(r"(?:\. ?){4,}")  # "Font Mappings . . . . . 34"
 _HYPHENS = str.maketrans({"\u2010": "-", "\u2011": "-"})
@@ -152,18 +155,18 @@ def _text_operations(page: PageObject, reader: PdfReader) -> list[Any]:
 
 
 def _lines(pieces: Sequence[Piece]) -> list[_Line]:
-    """Pieces on one baseline as lines, top to bottom, each cut into cells at gaps wider than
-    a word space."""
+    """Pieces on one baseline (give or take a raised or lowered letter) as lines, top to bottom,
+    each cut into cells at gaps wider than a word space."""
     rows: list[list[Piece]] = []
     for piece in sorted(pieces, key=lambda piece: (-piece.y, piece.x0)):
-        if rows and abs(rows[-1][0].y - piece.y) <= _SAME_BASELINE:
+        if rows and abs(rows[-1][0].y - piece.y) <= _SAME_LINE * max(piece.size, rows[-1][0].size):
             rows[-1].append(piece)
         else:
             rows.append([piece])
     lines = []
     for row in rows:
         row.sort(key=lambda piece: piece.x0)
-        size = statistics.median(piece.size for piece in row)
+        size = max(piece.size for piece in row)
         cells: list[list[Piece]] = [[row[0]]]
         for piece in row[1:]:
             if piece.x0 - max(p.x1 for p in cells[-1]) >= _CELL_GAP * size:
@@ -213,13 +216,23 @@ def find_column_tables(pieces: Sequence[Piece], notes: Sequence[MarginNote] = ()
     tables: list[PageTable] = []
     run: list[_Line] = []
     for line in [*lines, None]:
-        if line is not None and _in_table(line, columns) and (not run or _close(run[-1], line, spacing)):
+        if line is not None and run and _continues(run, line, columns, spacing):
             run.append(line)
             continue
         if (table := _table(run, columns)) is not None:
             tables.append(table)
-        run = [line] if line is not None and _in_table(line, columns) else []
+        run = [line] if line is not None and len(line.cells) > 1 and _in_table(line, columns) else []
     return tables
+
+
+def _continues(run: Sequence[_Line], line: _Line, columns: Sequence[float], spacing: float) -> bool:
+    """Whether `line` goes on with the table `run` opened (with a line of cells): close below it,
+    in no larger a size (a heading ends it), and either cells in columns or a lone cell in a
+    column right of the table's first (a wrapped cell; prose starts at the first column's edge)."""
+    larger = line.size > max(above.size for above in run) + _SAME_SIZE
+    if larger or not _close(run[-1], line, spacing) or not _in_table(line, columns):
+        return False
+    return len(line.cells) > 1 or line.cells[0].x0 > run[0].cells[0].x0 + _ALIGN
 
 
 def _in_table(line: _Line, columns: Sequence[float]) -> bool:
@@ -240,7 +253,7 @@ def _close(above: _Line, below: _Line, spacing: float) -> bool:
 
 
 def _line_spacing(lines: Sequence[_Line]) -> float:
-    """The tightest spacing between lines of one size (notes in a smaller size sit between)."""
+    """The tightest spacing between lines of one (largest) size: notes in a smaller size sit between."""
     gaps = [
         above.y - below.y
         for above, below in zip(lines, lines[1:], strict=False)
@@ -262,6 +275,8 @@ def _table(run: Sequence[_Line], columns: Sequence[float]) -> PageTable | None:
     firsts = [line.cells[0] for line in multi if _column_of(line.cells[0].x0, starts) == 0]
     if not firsts or statistics.median(len(cell.text) for cell in firsts) > _TERM_MAX_CHARS:
         return None
+    if all(_marker(cell.text) for cell in firsts):  # footnotes, a numbered or bulleted list
+        return None
     if statistics.median(cell.x1 - cell.x0 for cell in firsts) > _FIRST_COLUMN_SHARE * (right - left):
         return None
     rows = _rows(run, starts)
@@ -270,6 +285,11 @@ def _table(run: Sequence[_Line], columns: Sequence[float]) -> PageTable | None:
     options = _option_rows(rows)
     texts = [[cell.text for cell in row] for row in (options or rows)]
     return PageTable(run[0].y, run[-1].y, texts, terms=options is not None)
+
+
+def _marker(text: str) -> bool:
+    """A list item's or footnote's mark: a bullet, or a short number or symbol ("2", "a)", "iv.")."""
+    return text.startswith(BULLETS) or (len(text) <= _MARK_MAX_CHARS and not any(char.isalpha() for char in text))
 
 
 def _rows(run: Sequence[_Line], starts: Sequence[float]) -> list[list[_Cell]]:
@@ -303,7 +323,7 @@ def _option_rows(rows: Sequence[Sequence[_Cell]]) -> Sequence[Sequence[_Cell]] |
     if len(rows[0]) != 2:
         return None
     body = rows if _names_option(rows[0][0]) else rows[1:]
-    return body if body and all(_names_option(row[0]) and row[1].text for row in body) else None
+    return body if len(body) >= _MIN_ROWS and all(_names_option(row[0]) and row[1].text for row in body) else None
 
 
 def _names_option(cell: _Cell) -> bool:
