@@ -149,3 +149,38 @@ def test_prose_in_two_columns_tables_of_contents_and_aligned_code_are_not_tables
         y += 12
     doc = PdfLoader().load(bytes(pdf.output()), "columns.pdf")
     assert all(block.kind not in ("table", "term") for block in doc.blocks)
+
+
+def test_a_numbered_listing_is_code_not_a_table() -> None:
+    """A documented package's implementation: each code line numbered in the text font, the
+    number in its own column; the listing is code, its numbers no column of a table."""
+    pdf = FPDF(unit="pt", format="A4")
+    y = _page(pdf)
+    pdf.text(72, y, "The options are declared here:")
+    for number, code in ((88, "\\else"), (89, "\\OptionNotUsed"), (90, "\\fi")):
+        y += 12
+        pdf.set_font("Helvetica", size=8)
+        pdf.text(60, y, str(number))
+        pdf.set_font("Courier", size=10)
+        pdf.text(90, y, code)
+    doc = PdfLoader().load(bytes(pdf.output()), "ragged2e.pdf")
+    assert [block.text for block in doc.blocks if block.kind == "code"] == ["88 \\else\n89 \\OptionNotUsed\n90 \\fi"]
+    assert all(block.kind != "table" for block in doc.blocks)
+
+
+def test_a_caption_in_the_margin_beside_a_table_leads_it() -> None:
+    """Some classes set a table's caption in the margin, level with its first rows: it leads the
+    table rather than being lost with the loose lines inside the table's height."""
+    pdf = FPDF(unit="pt", format="A4")
+    y = _page(pdf, y=60.0)
+    pdf.set_font("Helvetica", size=8)
+    pdf.text(20, y, "Table 3:")
+    pdf.text(20, y + 10, "Type 1 fonts")
+    pdf.text(20, y + 20, "with settings")
+    pdf.set_font("Helvetica", size=10)
+    for family, encodings in (("Font family", "Encodings"), ("Generic", "OT1, T1, LY1"), ("Charter (bch)", "OT1, T1"), ("Times (ptm)", "T1, TS1")):
+        pdf.text(72, y, family)
+        pdf.text(200, y, encodings)
+        y += 12
+    doc = PdfLoader().load(bytes(pdf.output()), "microtype.pdf")
+    assert [block.text.split("\n")[0] for block in doc.blocks if block.kind == "table"] == ["Table 3: Type 1 fonts with settings"]

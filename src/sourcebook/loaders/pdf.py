@@ -38,7 +38,16 @@ from pypdf.generic import IndirectObject
 from ..errors import EmptyDocumentError, LoaderError, MissingExtraError
 from ..models import ParsedDocument
 from .ocr import OCR_EXTRA, OcrPage, ocr_metadata, pdf_page_images, read_image, require_engine
-from .pdf_columns import BULLETS, find_column_tables, may_have_columns, monospaced, plain_hyphens, shown_pieces
+from .pdf_columns import (
+    BULLETS,
+    Fragment,
+    code_line,
+    find_column_tables,
+    may_have_columns,
+    monospaced_font,
+    plain_hyphens,
+    shown_pieces,
+)
 from .pdf_margins import MarginNote, cut_note, find_notes, may_have_notes, on_baseline
 from .pdf_tables import PageTable, attach_captions, find_tables, may_hold_table, split_at_tables
 from .reference import entry_term
@@ -63,7 +72,6 @@ _EDGE_LINES = 2  # lines at each end of a page that may be a running header or f
 _RUNNING_SHARE = 0.6  # of the pages a header or footer recurs on
 _RUNNING_MIN_PAGES = 3
 _DIGITS = re.compile(r"\d+")
-_CODE_SHARE = 0.8  # of a line's characters in a monospaced font: a line of code
 _SPOOL_MEMORY_BYTES = 4 << 20  # pickled lines kept in memory before the spool moves to disk
 
 
@@ -92,18 +100,6 @@ class Paragraph:
     code: bool = False
 
 
-@dataclass(frozen=True)
-class _Fragment:
-    """One string pypdf's plain pass shows: where, in what size, how many characters, and
-    whether its font is monospaced."""
-
-    x: float
-    y: float
-    size: float
-    chars: int
-    mono: bool
-
-
 def page_lines(page: PageObject, reader: PdfReader | None = None) -> list[TextLine]:
     """The page's lines with positions (`read_page`)."""
     return read_page(page, reader)[0]
@@ -119,16 +115,14 @@ def read_page(page: PageObject, reader: PdfReader | None = None) -> tuple[list[T
     """
     lines: list[TextLine] = []
     parts: list[str] = []
-    fragments: list[_Fragment] = []
+    fragments: list[Fragment] = []
     starts: list[tuple[float, float, float, str]] = []  # (x, y, size, text) of each fragment
     fonts: dict[int, bool] = {}  # monospaced, by font dictionary
 
     def end_line() -> None:
-        chars = sum(fragment.chars for fragment in fragments)
         lines.append(TextLine(
             plain_hyphens("".join(parts)), fragments[0].y if fragments else None, _line_size(fragments),
-            x=fragments[0].x if fragments else None,
-            mono=chars > 0 and sum(f.chars for f in fragments if f.mono) >= _CODE_SHARE * chars,
+            x=fragments[0].x if fragments else None, mono=code_line(fragments),
         ))
         parts.clear()
         fragments.clear()
@@ -140,8 +134,8 @@ def read_page(page: PageObject, reader: PdfReader | None = None) -> tuple[list[T
             if piece.strip():
                 x, y = tm[4] * cm[0] + tm[5] * cm[2] + cm[4], tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
                 scale = abs(tm[2] * cm[1] + tm[3] * cm[3]) or 1.0
-                mono = fonts.setdefault(id(font), _monospaced_font(font))
-                fragments.append(_Fragment(x, y, round(font_size * scale, 1), len(piece.strip()), mono))
+                mono = fonts.setdefault(id(font), monospaced_font(font))
+                fragments.append(Fragment(x, y, round(font_size * scale, 1), len(piece.strip()), mono, piece.strip().isdigit()))
                 starts.append((x, y, font_size * scale, piece))
             parts.append(piece)
 
@@ -154,20 +148,6 @@ def read_page(page: PageObject, reader: PdfReader | None = None) -> tuple[list[T
     notes = find_notes(page, reader) if may_have_notes([(x, text) for x, _, _, text in starts]) else []
     tables = find_column_tables(shown_pieces(page, reader), notes) if may_have_columns(starts) else []
     return (_cut_notes(lines, notes) if notes else lines), tables
-
-
-def _monospaced_font(font: Any) -> bool:
-    """Whether a font dictionary (or None) is monospaced, by its descriptor's flags or its name;
-    a composite font's descriptor is on its descendant."""
-    try:
-        name = str(font.get("/BaseFont", ""))
-        descriptor = font.get("/FontDescriptor")
-        if descriptor is None and "/DescendantFonts" in font:
-            descriptor = font["/DescendantFonts"][0].get_object().get("/FontDescriptor")
-        flags = int(descriptor.get_object().get("/Flags", 0)) if descriptor is not None else 0
-    except Exception:  # no font, or a damaged one: not code
-        return False
-    return monospaced(name, flags)
 
 
 def _cut_notes(lines: list[TextLine], notes: Sequence[MarginNote]) -> list[TextLine]:
@@ -185,7 +165,7 @@ def _cut_notes(lines: list[TextLine], notes: Sequence[MarginNote]) -> list[TextL
     return result
 
 
-def _line_size(fragments: Sequence[_Fragment]) -> float | None:
+def _line_size(fragments: Sequence[Fragment]) -> float | None:
     """A line's font size from its fragments: the font of most characters, so a bullet or a
     bold first word does not decide, unless the line opens with a word set larger than that
     (a heading with a smaller note beside it, "3.3 Font expansion  pdfTeX 1.20")."""

@@ -28,7 +28,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pypdf import PageObject, PdfReader
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 _CELL_GAP = 0.8  # of the font size: wider than a stretched word space, narrower than \tabcolsep's 12 pt
 _ALIGN = 2.0  # points within which cells start in one column
-_SAME_SIZE = 0.5  # points
+_LARGER = 1.15  # times the table's largest size: a heading (a header row may be set smaller than the body)
 _MARK_MAX_CHARS = 3
 BULLETS = tuple("•◦▪‣●○■□➢✓")
 _SAME_LINE = 0.3  # of the font size: a lowered E of the TeX logo, a footnote mark, a subscript
@@ -49,6 +49,7 @@ _ROW_GAP = 2.5  # of the page's line spacing: a wider gap ends the table
 _TERM_MAX_CHARS = 30  # median first-column cell: a label, not a line of prose
 _FIRST_COLUMN_SHARE = 0.5  # of the table's width: wider first cells are prose beside a note
 _MIN_ROWS = 2
+_CODE_SHARE = 0.8  # of a line's characters in a monospaced font: a line of code
 _OPTION_START = ("-", "\\", "/", "+")
 _MONOSPACED = re.compile(r"mono|courier|consol|typewriter|pitch|inconsolata|menlo|cmtt|cmsltt|cmitt|sftt|ectt|tctt|lmtt|txtt", re.I)
 _CAPTION_LINE = re.compile(r"^\s*(?:table|tab\.)\s*[\dIVXivx]+", re.IGNORECASE)
@@ -74,6 +75,41 @@ class Piece:
     size: float
     text: str
     mono: bool = False
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One string pypdf's plain pass shows: where, in what size, how many characters, whether
+    its font is monospaced, and whether it is a number alone."""
+
+    x: float
+    y: float
+    size: float
+    chars: int
+    mono: bool
+    number: bool = False  # digits only: a listing's line number, set in the text font
+
+
+def code_line(fragments: Sequence[Fragment]) -> bool:
+    """Whether a line is code: most of its characters in a monospaced font, line numbers aside
+    (a documented package's listing numbers its lines in the text font)."""
+    counted = [fragment for fragment in fragments if not fragment.number]
+    chars = sum(fragment.chars for fragment in counted)
+    return chars > 0 and sum(f.chars for f in counted if f.mono) >= _CODE_SHARE * chars
+
+
+def monospaced_font(font: Any) -> bool:
+    """Whether a font dictionary (or None) is monospaced, by its descriptor's flags or its name;
+    a composite font's descriptor is on its descendant."""
+    try:
+        name = str(font.get("/BaseFont", ""))
+        descriptor = font.get("/FontDescriptor")
+        if descriptor is None and "/DescendantFonts" in font:
+            descriptor = font["/DescendantFonts"][0].get_object().get("/FontDescriptor")
+        flags = int(descriptor.get_object().get("/Flags", 0)) if descriptor is not None else 0
+    except Exception:  # no font, or a damaged one: not code
+        return False
+    return monospaced(name, flags)
 
 
 @dataclass(frozen=True)
@@ -215,21 +251,39 @@ def find_column_tables(pieces: Sequence[Piece], notes: Sequence[MarginNote] = ()
     spacing = _line_spacing(lines)
     tables: list[PageTable] = []
     run: list[_Line] = []
+    beside: list[_Line] = []
     for line in [*lines, None]:
+        if line is not None and run and _beside(run, line):
+            beside.append(line)  # a caption or note set in the margin beside the table
+            continue
         if line is not None and run and _continues(run, line, columns, spacing):
             run.append(line)
             continue
         if (table := _table(run, columns)) is not None:
-            tables.append(table)
+            tables.append(replace(table, lead=_margin_text(table, beside, notes)))
         run = [line] if line is not None and len(line.cells) > 1 and _in_table(line, columns) else []
+        beside = []
     return tables
+
+
+def _margin_text(table: PageTable, beside: Sequence[_Line], notes: Sequence[MarginNote]) -> tuple[str, ...]:
+    """What the margin holds beside the table (its caption, set there by some classes), as one
+    lead line: the PDF loader drops every line within the table's height, and would lose it."""
+    parts = [(note.y, note.text) for note in notes if table.holds(note.y)]
+    parts += [(line.y, line.cells[0].text) for line in beside]
+    return (" ".join(text for _, text in sorted(parts, key=lambda part: -part[0])),) if parts else ()
+
+
+def _beside(run: Sequence[_Line], line: _Line) -> bool:
+    """A lone cell ending left of where the table `run` starts: in the margin beside it."""
+    return len(line.cells) == 1 and line.cells[0].x1 < min(above.cells[0].x0 for above in run) and line.y > run[-1].y - 2 * line.size
 
 
 def _continues(run: Sequence[_Line], line: _Line, columns: Sequence[float], spacing: float) -> bool:
     """Whether `line` goes on with the table `run` opened (with a line of cells): close below it,
     in no larger a size (a heading ends it), and either cells in columns or a lone cell in a
     column right of the table's first (a wrapped cell; prose starts at the first column's edge)."""
-    larger = line.size > max(above.size for above in run) + _SAME_SIZE
+    larger = line.size > _LARGER * max(above.size for above in run)
     if larger or not _close(run[-1], line, spacing) or not _in_table(line, columns):
         return False
     return len(line.cells) > 1 or line.cells[0].x0 > run[0].cells[0].x0 + _ALIGN
@@ -238,10 +292,10 @@ def _continues(run: Sequence[_Line], line: _Line, columns: Sequence[float], spac
 def _in_table(line: _Line, columns: Sequence[float]) -> bool:
     """A line whose cells after the first all start in columns, or a lone cell in one (a
     wrapped cell); not a line of code (a listing aligned with spaces: all its cells in a
-    monospaced font) nor an entry of a table of contents (its dot leaders)."""
+    monospaced font but its line number) nor an entry of a table of contents (its dot leaders)."""
     if any(_LEADER.search(cell.text) for cell in line.cells):
         return False
-    if len(line.cells) > 1 and all(cell.mono for cell in line.cells):
+    if len(line.cells) > 1 and all(cell.mono or cell.text.isdigit() for cell in line.cells):
         return False
     if len(line.cells) == 1:
         return _column_of(line.cells[0].x0, columns) is not None

@@ -139,7 +139,8 @@ def split_at_tables(lines: Sequence[Any], tables: Sequence[PageTable]) -> Iterat
 def attach_captions(items: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
     """Move a caption next to a table, and a paragraph ending with ":" just before it (with
     a caption between them or not), into the table's lead; a table that goes on from the
-    page before (the same header row) keeps that one's lead. Items are (page, Paragraph or
+    page before (the same header row) keeps that one's lead, and a lead the table came with (its
+    caption set in the margin) stays. Items are (page, Paragraph or
     PageTable); a Paragraph has `text`."""
     result: list[tuple[int, Any]] = []
     index = 0
@@ -158,6 +159,7 @@ def attach_captions(items: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
             result.pop()
         if not lead and result and isinstance(result[-1][1], PageTable) and result[-1][1].rows[:1] == item.rows[:1]:
             lead = list(result[-1][1].lead)  # the table goes on from the page before, header repeated
+        lead += [text for text in item.lead if text not in lead]  # a caption found beside it (`pdf_columns.py`)
         following = items[index + 1] if index + 1 < len(items) else None
         if following and following[0] == number and not isinstance(following[1], PageTable) and CAPTION.match(following[1].text):
             lead.append(following[1].text)
