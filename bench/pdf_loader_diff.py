@@ -2,7 +2,8 @@
 folders is loaded by two source trees' `PdfLoader` (each tree in its own process, as both hold the
 same package), and the blocks compared page by page: pages whose blocks changed, blocks by kind
 before and after (tables, entries, code), failures, the parse time of each tree, and a sample of
-the blocks only the new tree makes, to read.
+the blocks only the new tree makes, to read. With `--repeat`, the trees load the sample in turn
+that many times (the machine's load drifts between runs) and each PDF's time is the median.
 
     git worktree add /tmp/main-tree main
     PYTHONPATH=src python bench/pdf_loader_diff.py --before /tmp/main-tree/src --after src /usr/share/doc
@@ -43,6 +44,11 @@ def _load(tree: str, pdfs: list[Path]) -> dict[str, tuple[float, list[list[objec
     return {path: (seconds, blocks) for path, seconds, blocks in map(json.loads, result.stdout.splitlines())}
 
 
+def _median_times(runs: list[dict[str, tuple[float, list[list[object]] | str]]]) -> dict[str, tuple[float, list[list[object]] | str]]:
+    """The first run's blocks with each PDF's median time over `runs`."""
+    return {path: (statistics.median(run[path][0] for run in runs), blocks) for path, (_, blocks) in runs[0].items()}
+
+
 def _by_page(blocks: list[list[object]]) -> dict[object, list[list[object]]]:
     pages: dict[object, list[list[object]]] = {}
     for block in blocks:
@@ -52,17 +58,19 @@ def _by_page(blocks: list[list[object]]) -> dict[object, list[list[object]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folders", nargs="+", type=Path)
-    parser.add_argument("--before", required=True, help="the source tree (its src/) loaded as before")
-    parser.add_argument("--after", required=True, help="the source tree loaded as after")
     parser.add_argument("--files", type=int, default=40, help="PDFs sampled")
     parser.add_argument("--max-bytes", type=int, default=1_500_000, help="larger PDFs are left out (time)")
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--before", required=True, help="the source tree (its src/) reading the PDFs as before")
+    parser.add_argument("--after", required=True, help="the source tree reading them as after")
     parser.add_argument("--sample", type=int, default=25, help="new blocks to print")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="alternate the two trees this often; times are medians")
     args = parser.parse_args()
     found = sorted(p for folder in args.folders for p in folder.rglob("*.pdf") if p.is_file() and p.stat().st_size <= args.max_bytes)
     pdfs = sorted(random.Random(args.seed).sample(found, min(args.files, len(found))))
-    before, after = _load(args.before, pdfs), _load(args.after, pdfs)
+    runs = [(_load(args.before, pdfs), _load(args.after, pdfs)) for _ in range(args.repeat)]  # alternating: load drifts
+    before, after = (_median_times([run[side] for run in runs]) for side in (0, 1))
     pages = changed = 0
     kinds: dict[str, Counter[str]] = {"before": Counter(), "after": Counter()}
     failures: list[str] = []

@@ -184,3 +184,19 @@ def test_a_caption_in_the_margin_beside_a_table_leads_it() -> None:
         y += 12
     doc = PdfLoader().load(bytes(pdf.output()), "microtype.pdf")
     assert [block.text.split("\n")[0] for block in doc.blocks if block.kind == "table"] == ["Table 3: Type 1 fonts with settings"]
+
+
+def test_a_title_pages_names_and_dates_side_by_side_are_not_a_table() -> None:
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=24)
+    pdf.text(150, 100, "The microtype package")
+    pdf.set_font("Helvetica", size=12)
+    for y, left, right in ((140, "R Schlicht", "v3.0f"), (156, "w.m.l@gmx.net", "2022/06/23")):
+        pdf.text(150, y, left)
+        pdf.text(350, y, right)
+    pdf.set_font("Helvetica", size=10)
+    for index in range(10):
+        pdf.text(100, 200 + 12 * index, f"The abstract of the package goes on here, line {index} of the abstract text.")
+    doc = PdfLoader().load(bytes(pdf.output()), "microtype.pdf")
+    assert all(block.kind != "table" for block in doc.blocks)

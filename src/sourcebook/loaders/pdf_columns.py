@@ -249,6 +249,7 @@ def find_column_tables(pieces: Sequence[Piece], notes: Sequence[MarginNote] = ()
     if not columns:
         return []
     spacing = _line_spacing(lines)
+    body = _body_size(pieces)
     tables: list[PageTable] = []
     run: list[_Line] = []
     beside: list[_Line] = []
@@ -259,7 +260,7 @@ def find_column_tables(pieces: Sequence[Piece], notes: Sequence[MarginNote] = ()
         if line is not None and run and _continues(run, line, columns, spacing):
             run.append(line)
             continue
-        if (table := _table(run, columns)) is not None:
+        if (table := _table(run, columns, body)) is not None:
             tables.append(replace(table, lead=_margin_text(table, beside, notes)))
         run = [line] if line is not None and len(line.cells) > 1 and _in_table(line, columns) else []
         beside = []
@@ -316,11 +317,20 @@ def _line_spacing(lines: Sequence[_Line]) -> float:
     return min(gaps, default=12.0)
 
 
-def _table(run: Sequence[_Line], columns: Sequence[float]) -> PageTable | None:
+def _body_size(pieces: Sequence[Piece]) -> float:
+    """The size most of the page's characters are set in."""
+    weights = Counter[float]()
+    for piece in pieces:
+        weights[round(piece.size, 1)] += len(piece.text.strip())
+    return weights.most_common(1)[0][0] if weights else 0.0
+
+
+def _table(run: Sequence[_Line], columns: Sequence[float], body: float) -> PageTable | None:
     """The run's lines as a table, or None when they are not one: fewer than two lines of
-    cells, or a first column of prose (a line beside a note, two columns of text)."""
+    cells, lines set larger than the page's text (a title page's author and date, side by side),
+    or a first column of prose (a line beside a note, two columns of text)."""
     multi = [line for line in run if len(line.cells) >= 2]
-    if len(multi) < _MIN_ROWS:
+    if len(multi) < _MIN_ROWS or statistics.median(line.size for line in run) > _LARGER * body:
         return None
     left = min(line.cells[0].x0 for line in multi)
     starts = [left, *sorted({columns[i] for line in run for cell in line.cells if (i := _column_of(cell.x0, columns)) is not None})]
