@@ -19,6 +19,10 @@ A two-column table whose first column names options or commands (set in a monosp
 written `-K`, `--output`, `\\special`) is an option table: the PDF loader makes each row an
 entry, the option its term, as HTML's `<dt>`/`<dd>`, so the row is a unit of its own with
 the option in its heading path. Other tables go out as Markdown tables (`tables.py`).
+
+The same font judgement (monospaced or not: `monospaced`) tells the PDF loader which lines are
+code (`code_line`), kept as lines rather than run into the sentence before them, and a listing
+aligned with spaces from a table.
 """
 
 from __future__ import annotations
