@@ -10,7 +10,10 @@ size is level 1), which gives PDF chunks section paths like other formats, and
 running headers and footers are dropped so they do not repeat in every chunk.
 Names set in the left margin beside an entry (LaTeX manuals' options and commands) are cut
 out of their lines and open a reference entry for the text they sit beside (`pdf_margins.py`).
-Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`).
+Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`); tables
+without rules by the columns their cells line up in, a two-column option table as one entry per
+option (`pdf_columns.py`). Lines in a monospaced font set apart from the prose are code blocks,
+line by line, and the hyphen glyphs of TeX fonts (U+2010, U+2011) read as "-".
 Pages with no text layer (scans) are rendered and read by OCR when the ``ocr`` extra is
 installed (`ocr.py`); their lines join into paragraphs as a text page's do.
 Title: the PDF's metadata title, else its first level-1 heading, else first line.
