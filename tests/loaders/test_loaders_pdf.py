@@ -186,16 +186,16 @@ def test_corrupt_pdf(make_pdf: Callable[..., bytes], mangle: Callable[[bytes], b
 def test_a_damaged_page_does_not_lose_the_others(
     make_pdf: Callable[..., bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = pdf_module.page_lines
+    real = pdf_module.read_page
     calls: list[int] = []
 
-    def flaky(page: Any, reader: Any = None) -> list[TextLine]:
+    def flaky(page: Any, reader: Any = None) -> tuple[list[TextLine], list[Any]]:
         calls.append(1)
         if len(calls) == 2:
             raise KeyError("/Contents")
         return real(page, reader)
 
-    monkeypatch.setattr(pdf_module, "page_lines", flaky)
+    monkeypatch.setattr(pdf_module, "read_page", flaky)
     doc = load(make_pdf([["One."], ["Two."], ["Three."]]), "flaky.pdf")
     assert [(b.text, b.page) for b in doc.blocks] == [("One.", 1), ("Three.", 3)]
     assert doc.metadata["unreadable_pages"] == [2]
@@ -219,20 +219,20 @@ def test_pages_are_read_one_at_a_time_not_held_whole(
     most the page before it is still in memory (all earlier pages were held before: memory grew
     with the pages), and the document is what it was: running footers dropped, every page's text
     kept."""
-    real = pdf_module.page_lines
+    real = pdf_module.read_page
     alive: weakref.WeakSet[TextLine] = weakref.WeakSet()
     held_back: list[int] = []
     read: list[int] = []
 
-    def tracked(page: Any, reader: Any = None) -> list[TextLine]:
+    def tracked(page: Any, reader: Any = None) -> tuple[list[TextLine], list[Any]]:
         gc.collect()
         held_back.append(len(alive))
-        lines = real(page, reader)
+        lines, tables = real(page, reader)
         alive.update(lines)
         read.append(len(lines))
-        return lines
+        return lines, tables
 
-    monkeypatch.setattr(pdf_module, "page_lines", tracked)
+    monkeypatch.setattr(pdf_module, "read_page", tracked)
     words = "alpha beta gamma delta epsilon zeta eta theta".split()
     pages = [[f"The {word} page says something.", f"Running footer, page {n}"] for n, word in enumerate(words, 1)]
     doc = load(make_pdf(pages), "long.pdf")

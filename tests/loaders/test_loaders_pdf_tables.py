@@ -52,11 +52,13 @@ def test_a_table_is_read_with_its_lead_split_by_rows_on_its_pages() -> None:
     assert not any("libfoo1 " in p or "Table 1" in p for p in paragraphs)  # no loose cells, no moved caption
 
 
-def test_without_pdfplumber_a_table_is_text_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_pdfplumber_a_ruled_table_is_read_by_its_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the `tables` extra the ruling is not read, but the cells still line up in columns
+    (`pdf_columns.py`): the same rows, under the same lead."""
     monkeypatch.setitem(sys.modules, "pdfplumber", None)  # an install without the `tables` extra
     doc = PdfLoader().load(make_table_pdf(rows=3), "sizes.pdf")
-    assert {b.kind for b in doc.blocks} <= {"paragraph", "heading"}
-    assert "libfoo2" in doc.text
+    tables = [b.text for b in doc.blocks if b.kind == "table"]
+    assert tables == [f"{LEAD}\n{HEADER}\n" + "\n".join(f"| libfoo{i} | 1.{i} | {1000 + 37 * i} |" for i in range(3))]
 
 
 def test_a_question_answered_by_one_cell_cites_its_page(tmp_path: Path, kb: KnowledgeBase) -> None:

@@ -10,7 +10,10 @@ size is level 1), which gives PDF chunks section paths like other formats, and
 running headers and footers are dropped so they do not repeat in every chunk.
 Names set in the left margin beside an entry (LaTeX manuals' options and commands) are cut
 out of their lines and open a reference entry for the text they sit beside (`pdf_margins.py`).
-Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`).
+Tables with ruled borders are read by pdfplumber when installed (`pdf_tables.py`); tables
+without rules by the columns their cells line up in, a two-column option table as one entry per
+option (`pdf_columns.py`). Lines in a monospaced font set apart from the prose are code blocks,
+line by line, and the hyphen glyphs of TeX fonts (U+2010, U+2011) read as "-".
 Pages with no text layer (scans) are rendered and read by OCR when the ``ocr`` extra is
 installed (`ocr.py`); their lines join into paragraphs as a text page's do.
 Title: the PDF's metadata title, else its first level-1 heading, else first line.
@@ -38,6 +41,16 @@ from pypdf.generic import IndirectObject
 from ..errors import EmptyDocumentError, LoaderError, MissingExtraError
 from ..models import ParsedDocument
 from .ocr import OCR_EXTRA, OcrPage, ocr_metadata, pdf_page_images, read_image, require_engine
+from .pdf_columns import (
+    BULLETS,
+    Fragment,
+    code_line,
+    find_column_tables,
+    may_have_columns,
+    monospaced_font,
+    plain_hyphens,
+    shown_pieces,
+)
 from .pdf_margins import MarginNote, cut_note, find_notes, may_have_notes, on_baseline
 from .pdf_tables import PageTable, attach_captions, find_tables, may_hold_table, split_at_tables
 from .reference import entry_term
@@ -52,7 +65,6 @@ warnings.filterwarnings("ignore", category=PdfReadWarning)
 
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=([^\W\d_]))")
 _SENTENCE_END = tuple('.!?:;"”’)')
-_BULLETS = tuple("•◦▪‣●○■□➢✓")
 _SHORT_LINE = 0.7  # of the page's typical line length
 _WIDE_GAP = 1.35  # of the page's usual line spacing
 _SIZE_CHANGE = 0.5  # points
@@ -68,41 +80,53 @@ _SPOOL_MEMORY_BYTES = 4 << 20  # pickled lines kept in memory before the spool m
 
 @dataclass(frozen=True)
 class TextLine:
-    """One extracted line and, when known, its baseline height, font size and the margin notes
-    level with it (cut out of its text)."""
+    """One extracted line and, when known, its baseline height, font size, the margin notes
+    level with it (cut out of its text), where it starts (PDF x) and whether it is set in a
+    monospaced font (a line of code)."""
 
     text: str
     y: float | None = None
     size: float | None = None
     notes: tuple[str, ...] = ()
+    x: float | None = None
+    mono: bool = False
 
 
 @dataclass(frozen=True)
 class Paragraph:
-    """A paragraph's text, the font size of its first line (None when unknown) and the margin
-    notes beside it."""
+    """A paragraph's text, the font size of its first line (None when unknown), the margin
+    notes beside it, and whether it is code (lines of a monospaced font, kept as lines)."""
 
     text: str
     size: float | None = None
     notes: tuple[str, ...] = ()
+    code: bool = False
 
 
 def page_lines(page: PageObject, reader: PdfReader | None = None) -> list[TextLine]:
+    """The page's lines with positions (`read_page`)."""
+    return read_page(page, reader)[0]
+
+
+def read_page(page: PageObject, reader: PdfReader | None = None) -> tuple[list[TextLine], list[PageTable]]:
     """The page's lines with positions, from pypdf's visitor callback, margin notes cut out of
-    them when `reader` is given and text is shown left of the body column.
+    them when `reader` is given and text is shown left of the body column; and the tables
+    without rules its columns make (`pdf_columns.py`), when `reader` is given.
 
     The visitor sees exactly the fragments pypdf joins into its text; should the two
     ever differ, the plain text is used without positions rather than lose words.
     """
     lines: list[TextLine] = []
     parts: list[str] = []
-    fragments: list[tuple[float, float, int]] = []  # (baseline y, font size, characters)
-    starts: list[tuple[float, str]] = []  # (x, text) of each fragment
+    fragments: list[Fragment] = []
+    starts: list[tuple[float, float, float, str]] = []  # (x, y, size, text) of each fragment
+    fonts: dict[int, bool] = {}  # monospaced, by font dictionary
 
     def end_line() -> None:
-        y = fragments[0][0] if fragments else None
-        size = _line_size(fragments)
-        lines.append(TextLine("".join(parts), y, size))
+        lines.append(TextLine(
+            plain_hyphens("".join(parts)), fragments[0].y if fragments else None, _line_size(fragments),
+            x=fragments[0].x if fragments else None, mono=code_line(fragments),
+        ))
         parts.clear()
         fragments.clear()
 
@@ -111,19 +135,22 @@ def page_lines(page: PageObject, reader: PdfReader | None = None) -> list[TextLi
             if index:
                 end_line()
             if piece.strip():
-                y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
-                starts.append((tm[4] * cm[0] + tm[5] * cm[2] + cm[4], piece))
+                x, y = tm[4] * cm[0] + tm[5] * cm[2] + cm[4], tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
                 scale = abs(tm[2] * cm[1] + tm[3] * cm[3]) or 1.0
-                fragments.append((y, round(font_size * scale, 1), len(piece.strip())))
+                mono = fonts.setdefault(id(font), monospaced_font(font))
+                fragments.append(Fragment(x, y, round(font_size * scale, 1), len(piece.strip()), mono, piece.strip().isdigit()))
+                starts.append((x, y, font_size * scale, piece))
             parts.append(piece)
 
-    text = page.extract_text(visitor_text=visit) or ""
+    text = plain_hyphens(page.extract_text(visitor_text=visit) or "")
     end_line()
     if "\n".join(line.text for line in lines).split() != text.split():
-        return [TextLine(line) for line in text.split("\n")]
-    if reader is not None and may_have_notes(starts):
-        return _cut_notes(lines, find_notes(page, reader))
-    return lines
+        return [TextLine(line) for line in text.split("\n")], []
+    if reader is None:
+        return lines, []
+    notes = find_notes(page, reader) if may_have_notes([(x, text) for x, _, _, text in starts]) else []
+    tables = find_column_tables(shown_pieces(page, reader), notes) if may_have_columns(starts) else []
+    return (_cut_notes(lines, notes) if notes else lines), tables
 
 
 def _cut_notes(lines: list[TextLine], notes: Sequence[MarginNote]) -> list[TextLine]:
@@ -141,15 +168,15 @@ def _cut_notes(lines: list[TextLine], notes: Sequence[MarginNote]) -> list[TextL
     return result
 
 
-def _line_size(fragments: Sequence[tuple[float, float, int]]) -> float | None:
-    """A line's font size from its (y, size, characters) fragments: the font of most characters,
-    so a bullet or a bold first word does not decide, unless the line opens with a word set
-    larger than that (a heading with a smaller note beside it, "3.3 Font expansion  pdfTeX 1.20")."""
+def _line_size(fragments: Sequence[Fragment]) -> float | None:
+    """A line's font size from its fragments: the font of most characters, so a bullet or a
+    bold first word does not decide, unless the line opens with a word set larger than that
+    (a heading with a smaller note beside it, "3.3 Font expansion  pdfTeX 1.20")."""
     if not fragments:
         return None
-    size = max(fragments, key=lambda fragment: fragment[2])[1]
-    _, first, characters = fragments[0]
-    return first if first > size and characters >= _LEADING_WORD else size
+    size = max(fragments, key=lambda fragment: fragment.chars).size
+    first = fragments[0]
+    return first.size if first.size > size and first.chars >= _LEADING_WORD else size
 
 
 def ocr_lines(page: OcrPage) -> list[TextLine]:
@@ -184,9 +211,12 @@ def _rejoin_hyphenation(text: str) -> str:
     return _HYPHEN_BREAK.sub(lambda match: "" if match.group(1).islower() else "-", text)
 
 
-def page_paragraphs(lines: Sequence[TextLine]) -> list[Paragraph]:
-    """Group a page's lines into paragraphs (see the module docstring for the cues)."""
-    lines = [replace(line, text=line.text.strip()) for line in lines]  # a copy, stripped
+def page_paragraphs(lines: Sequence[TextLine], code: bool = True) -> list[Paragraph]:
+    """Group a page's lines into paragraphs (see the module docstring for the cues). With
+    `code`, lines set in a monospaced font and set apart from the prose (`_opens_code`) are
+    code paragraphs, their lines kept as lines: joined, `\\special{pdf:code Q}%` and the next
+    line of a listing read as one sentence."""
+    lines = [replace(line, text=line.text.strip(), mono=code and line.mono) for line in lines]  # a copy, stripped
     lengths = sorted(len(line.text) for line in lines if line.text)
     typical = lengths[int(0.8 * (len(lengths) - 1))] if lengths else 0
     # The tightest spacing between same-size lines is the page's line spacing (a
@@ -201,29 +231,57 @@ def page_paragraphs(lines: Sequence[TextLine]) -> list[Paragraph]:
         and above.y - below.y >= 0.5 * above.size
     ]
     spacing = min(gaps, default=None)
-    groups: list[list[TextLine]] = [[]]
+    groups: list[tuple[bool, list[TextLine]]] = [(False, [])]
     previous: TextLine | None = None
-    for line in lines:
-        if previous is None or not line.text or _starts_paragraph(previous, line, spacing, typical):
-            groups.append([])
+    for index, line in enumerate(lines):
+        in_code = groups[-1][0]
+        following = lines[index + 1] if index + 1 < len(lines) else None
+        if previous is None or not line.text:
+            groups.append((line.mono, []))
+        elif in_code:
+            if not line.mono or _wide_gap(previous, line, spacing):
+                groups.append((line.mono and _opens_code(previous, line, following, spacing), []))
+        elif line.mono and _opens_code(previous, line, following, spacing):
+            groups.append((True, []))
+        elif _starts_paragraph(previous, line, spacing, typical):
+            groups.append((False, []))
         if line.text:
-            groups[-1].append(line)
+            groups[-1][1].append(line)
             previous = line
         else:
             previous = None
-    return [
-        Paragraph(
-            clean_inline(_rejoin_hyphenation("\n".join(line.text for line in group))),
-            group[0].size,
-            tuple(note for line in group for note in line.notes),
-        )
-        for group in groups
-        if group
-    ]
+    return [_paragraph(group, is_code) for is_code, group in groups if group]
+
+
+def _paragraph(group: Sequence[TextLine], code: bool) -> Paragraph:
+    notes = tuple(note for line in group for note in line.notes)
+    if code:
+        return Paragraph("\n".join(clean_inline(line.text) for line in group), group[0].size, notes, code=True)
+    return Paragraph(clean_inline(_rejoin_hyphenation("\n".join(line.text for line in group))), group[0].size, notes)
+
+
+def _opens_code(previous: TextLine, line: TextLine, following: TextLine | None, spacing: float | None) -> bool:
+    """Whether a monospaced `line` after `previous` opens a code paragraph rather than ending a
+    sentence that names a command ("...is set by" then a line holding only `\\microtypesetup.`):
+    a gap or an indent sets it apart, the line before ends a sentence or clause, or a second
+    monospaced line follows."""
+    if not previous.text or previous.text.endswith((*_SENTENCE_END, ",")):
+        return True
+    if _wide_gap(previous, line, spacing) or (following is not None and following.mono and following.text):
+        return True
+    size = line.size or previous.size or 0.0
+    return line.x is not None and previous.x is not None and abs(line.x - previous.x) > size
+
+
+def _wide_gap(previous: TextLine, line: TextLine, spacing: float | None) -> bool:
+    if previous.y is None or line.y is None or spacing is None:
+        return False
+    gap = previous.y - line.y
+    return gap > _WIDE_GAP * spacing or gap < -(line.size or 0.0)
 
 
 def _starts_paragraph(previous: TextLine, line: TextLine, spacing: float | None, typical: int) -> bool:
-    if line.text.startswith(_BULLETS):
+    if line.text.startswith(BULLETS):
         return True
     if previous.text.endswith(_SENTENCE_END) and len(previous.text) < _SHORT_LINE * typical:
         return True
@@ -358,12 +416,29 @@ def build_blocks(paragraphs: Sequence[tuple[int, Paragraph | PageTable]]) -> Doc
         if index in terms:
             builder.entry(entry_term(terms[index]), page=number)
         if isinstance(paragraph, PageTable):
-            add_table(builder, paragraph.rows, page=number, lead=paragraph.lead)
+            _add_table(builder, paragraph, number)
+        elif paragraph.code:
+            builder.add("code", paragraph.text, page=number)
         elif index in heading_at:
             builder.heading(heading_at[index], paragraph.text, page=number)
         else:
             builder.add("paragraph", paragraph.text, page=number)
     return builder
+
+
+def _add_table(builder: DocumentBuilder, table: PageTable, page: int) -> None:
+    """A table as Markdown; an option table as entries, one per row, the option its term and the
+    rest of the row its definition, after its caption: what HTML's
+    definition lists become (`html.py`)."""
+    if not table.terms:
+        add_table(builder, table.rows, page=page, lead=table.lead)
+        return
+    for lead in table.lead:
+        builder.add("paragraph", lead, page=page)
+    for term, *definition in table.rows:
+        builder.entry(entry_term([term]), page=page)
+        builder.add("paragraph", " ".join(definition), page=page)
+    builder.end_entries()
 
 
 def _entry_terms(items: Sequence[Paragraph | PageTable], headings: Container[int]) -> dict[int, list[str]]:
@@ -440,13 +515,14 @@ def _forget_contents(reader: PdfReader, page: PageObject) -> None:
 
 
 def _paragraphs(pages: Iterable[tuple[int, list[TextLine]]], running: Container[tuple[str, float | None]],
-                tables: dict[int, list[PageTable]]) -> list[tuple[int, Paragraph | PageTable]]:
-    """(page number, paragraph or table) of every page, running lines dropped, in order."""
+                tables: dict[int, list[PageTable]], code: bool) -> list[tuple[int, Paragraph | PageTable]]:
+    """(page number, paragraph or table) of every page, running lines dropped, in order; lines
+    in a monospaced font are code when `code` (not in a document set in one throughout)."""
     return [
         (number, item)
         for number, lines in pages
         for run in split_at_tables(without_running(lines, running), tables.get(number, []))
-        for item in (page_paragraphs(run) if isinstance(run, list) else [run])
+        for item in (page_paragraphs(run, code) if isinstance(run, list) else [run])
     ]
 
 
@@ -465,14 +541,20 @@ class PdfLoader:
         edges = Counter[tuple[str, float | None]]()
         blank: list[int] = []
         grids: list[int] = []
+        columns: dict[int, list[PageTable]] = {}
         unreadable: list[int] = []
+        mono = Counter[bool]()  # characters of lines in a monospaced font, and of the others
         with _PageSpool() as spool:
             for number, page in enumerate(reader.pages, start=1):
                 try:
-                    lines = page_lines(page, reader)
+                    lines, found = read_page(page, reader)
                 except Exception:  # one damaged page should not lose the rest
                     unreadable.append(number)
                     continue
+                if found:
+                    columns[number] = found
+                for line in lines:
+                    mono[line.mono] += len(line.text)
                 if may_hold_table(page):
                     grids.append(number)
                 _forget_contents(reader, page)
@@ -485,7 +567,8 @@ class PdfLoader:
                 edges.update(edge_keys(lines))
             running = running_keys(edges, len(spool.numbers))
             pages = ((number, scanned.get(number, lines)) for number, lines in spool)
-            paragraphs = _paragraphs(pages, running, find_tables(data, grids))
+            tables = columns | find_tables(data, grids)  # a page's ruled tables, if any, over its column tables
+            paragraphs = _paragraphs(pages, running, tables, code=mono[True] < mono[False])
         builder = build_blocks(attach_captions(paragraphs))
         if builder.empty and unreadable:
             raise LoaderError(source, f"corrupt or unreadable PDF: text extraction failed on pages {unreadable}")

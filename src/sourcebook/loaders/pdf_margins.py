@@ -50,7 +50,7 @@ class MarginNote:
     y: float
 
 
-def _body_left(strings: Sequence[tuple[float, str]]) -> float | None:
+def body_left(strings: Sequence[tuple[float, str]]) -> float | None:
     """The body column's left edge: the x (to the point) where most characters' strings start."""
     weights = Counter[float]()
     for x, text in strings:
@@ -61,7 +61,7 @@ def _body_left(strings: Sequence[tuple[float, str]]) -> float | None:
 def may_have_notes(starts: Sequence[tuple[float, str]]) -> bool:
     """Whether any text is shown left of the body column: the cheap test, on the plain pass's
     (x, text) per shown string, that decides whether the layout pass runs on the page."""
-    left = _body_left(starts)
+    left = body_left(starts)
     return left is not None and any(x < left - _OUTSIDE and text.strip() for x, text in starts)
 
 
@@ -80,10 +80,10 @@ def notes_from_strings(groups: Sequence[tuple[float, float, float, str]]) -> lis
 
     The body column is where most characters start; a note is a short string with two letters or
     more that ends before it, and all notes together stay a small share of the page's text."""
-    body_left = _body_left([(start, text) for start, _, _, text in groups])
-    if body_left is None:
+    left = body_left([(start, text) for start, _, _, text in groups])
+    if left is None:
         return []
-    margin = _joined([group for group in groups if group[1] < body_left - _COLUMN_GAP and group[3].strip()])
+    margin = _joined([group for group in groups if group[1] < left - _COLUMN_GAP and group[3].strip()])
     notes = [
         MarginNote(text, y)
         for text, y in margin

@@ -34,13 +34,15 @@ _EDGE_TOLERANCE = 2.0  # points: a line's baseline may sit just outside the tabl
 
 @dataclass(frozen=True)
 class PageTable:
-    """A table on a page: its vertical extent (PDF y, from the bottom), rows, and the caption
-    and introducing sentence moved into it."""
+    """A table on a page: its vertical extent (PDF y, from the bottom), rows, the caption
+    and introducing sentence moved into it, and whether it is an option table (two columns,
+    options in the first: its rows become entries, `pdf_columns.py`)."""
 
     top: float
     bottom: float
     rows: list[list[str]]
     lead: tuple[str, ...] = field(default=())
+    terms: bool = False
 
     def holds(self, y: float | None) -> bool:
         return y is not None and self.bottom - _EDGE_TOLERANCE <= y <= self.top + _EDGE_TOLERANCE
@@ -137,7 +139,8 @@ def split_at_tables(lines: Sequence[Any], tables: Sequence[PageTable]) -> Iterat
 def attach_captions(items: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
     """Move a caption next to a table, and a paragraph ending with ":" just before it (with
     a caption between them or not), into the table's lead; a table that goes on from the
-    page before (the same header row) keeps that one's lead. Items are (page, Paragraph or
+    page before (the same header row) keeps that one's lead, and a lead the table came with (its
+    caption set in the margin) stays. Items are (page, Paragraph or
     PageTable); a Paragraph has `text`."""
     result: list[tuple[int, Any]] = []
     index = 0
@@ -156,6 +159,7 @@ def attach_captions(items: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
             result.pop()
         if not lead and result and isinstance(result[-1][1], PageTable) and result[-1][1].rows[:1] == item.rows[:1]:
             lead = list(result[-1][1].lead)  # the table goes on from the page before, header repeated
+        lead += [text for text in item.lead if text not in lead]  # a caption found beside it (`pdf_columns.py`)
         following = items[index + 1] if index + 1 < len(items) else None
         if following and following[0] == number and not isinstance(following[1], PageTable) and CAPTION.match(following[1].text):
             lead.append(following[1].text)
