@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -128,15 +129,24 @@ def test_a_fit_is_scored_on_a_set_it_did_not_see(capsys: pytest.CaptureFixture[s
     assert f"false abstention {pooled[1]:.3f}, ECE {pooled[2]:.3f}" in printed[2]
 
 
-def test_check_rows_are_never_fitted_on_and_count_what_the_gate_withholds(capsys: pytest.CaptureFixture[str]) -> None:
-    """--check rows (pydocs: answerable, no gold strings) are not labels: the fit is the same
-    without them, and the report says how many of them the fitted gate withholds."""
+def test_check_rows_are_never_fitted_on_and_cap_what_the_gate_withholds(capsys: pytest.CaptureFixture[str]) -> None:
+    """--check rows (pydocs: answerable, no gold strings) are not labels: the models are the same
+    without them; they cap the threshold at the false-abstention budget, and the report says how
+    many of them the fitted gate withholds."""
     bench = load_bench("calibrate_answers")
     rows = _rows()
-    checks = [_row("check:pydocs", True, False, x) for x in (0.05, 0.1, 0.9)]
-    assert bench.Fit.on(rows + checks) == bench.Fit.on(rows)
+    free = bench.Fit.on(rows)
+    checks = [_row("check:pydocs", True, False, x) for x in [0.9] * 37 + [0.05, 0.1, 0.3]]
+    assert free.p_answerable.probability(checks[-1]["features"]) < free.abstain_below  # 3 of 40 below it
+    capped = bench.Fit.on(rows + checks)
+    assert (capped.p_correct, capped.p_answerable) == (free.p_correct, free.p_answerable)
+    # the threshold is capped so that the gate withholds at most 5% of them: 2 of 40, the third lowest kept
+    assert capped.abstain_below == math.floor(free.p_answerable.probability(checks[-1]["features"]) * 10_000) / 10_000
     bench.report(rows + checks, keep_gate=False)
-    assert "# check:pydocs: 2 of 3 withheld (0 by the floor or a rule)" in capsys.readouterr().out
+    assert "# check:pydocs: 2 of 40 withheld (0 by the floor or a rule)" in capsys.readouterr().out
+    # those the floor or a rule withholds count first
+    floored = [dict(row, floor_abstains=True) for row in checks[:2]] + checks[2:]
+    assert bench.Fit.on(rows + floored).abstain_below <= free.p_answerable.probability(checks[-3]["features"])
 
 
 def test_the_threshold_is_chosen_on_what_the_gate_decides() -> None:
@@ -159,7 +169,8 @@ def test_write_pastes_the_constants_over_the_fitted_block(tmp_path) -> None:
     fit = bench.Fit(LogisticModel(-1.5, (0.25,) * len(FEATURE_NAMES)), LogisticModel(2.0, (-0.5,) * len(FEATURE_NAMES)), 0.42)
     bench.write(fit, _rows() + [_row("check:pydocs", True, False, 0.5)], target)
     text = target.read_text(encoding="utf-8")
-    assert "# Fitted on 72 dev questions of alpha, beta, examples.\n" in text
+    assert re.search(r"^# Fitted on \d{4}-\d\d-\d\d \(code at [\w-]+\) on 72 dev questions of alpha, beta, examples\.$",
+                     text, re.MULTILINE)
     assert f"P_CORRECT = LogisticModel(-1.5, {(0.25,) * len(FEATURE_NAMES)})\n" in text
     assert "\nABSTAIN_BELOW = 0.42\n" in text
     assert text.count("P_ANSWERABLE = LogisticModel(") == 1 and text.count("\nABSTAIN_BELOW = ") == 1
