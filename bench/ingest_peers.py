@@ -48,6 +48,11 @@ CONFIGS = {
                       "SOURCEBOOK_WINDOW_POOLING": "confined"},
     "int8+late": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "true",
                   "SOURCEBOOK_WINDOW_POOLING": "late"},
+    # Stride-2 pair passes: every other window embedded as its own text, the rest pooled (settings.py).
+    "int8+pairs": {"SOURCEBOOK_EMBEDDING_PRECISION": "int8", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                   "SOURCEBOOK_WINDOW_POOLING": "pairs"},
+    "fp32+pairs": {"SOURCEBOOK_EMBEDDING_PRECISION": "fp32", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                   "SOURCEBOOK_WINDOW_POOLING": "pairs"},
 }
 PEER = """
 import json, sys, time
