@@ -85,14 +85,18 @@ def _raw(answer: Answer) -> dict[str, Any]:
 
 def measure(kb: KnowledgeBase, questions: list[tuple[str, str, tuple[str, ...] | None]], label: str) -> list[dict[str, Any]]:
     """One row per (id, question, gold answers; None: answerable, no gold string) of `questions`:
-    features, labels, and whether the answer is withheld whatever the fitted gate says."""
+    features, labels, and whether the answer is withheld whatever the fitted gate says. `kb`'s
+    settings are as they were after each question."""
     floor = Settings().answer_min_score
+    settings = kb.settings
+    before = settings.answer_min_score, settings.answer_min_answerable
     rows = []
     for qid, question, answers in questions:
-        kb.settings.answer_min_score, kb.settings.answer_min_answerable = -1.0, 0.0
+        settings.answer_min_score, settings.answer_min_answerable = -1.0, 0.0
         raw = kb.ask(question)
-        kb.settings.answer_min_score, kb.settings.answer_min_answerable = floor, RULES_ONLY
+        settings.answer_min_score, settings.answer_min_answerable = floor, RULES_ONLY
         withheld = kb.ask(question)
+        settings.answer_min_score, settings.answer_min_answerable = before
         stats = kb._store.term_statistics(question)  # noqa: SLF001 (the raw material only)
         features = kb.answerer().confidence_features(question, raw, kb.embedder.embed_query(question))
         rows.append({

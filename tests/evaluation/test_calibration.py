@@ -176,3 +176,50 @@ def test_write_pastes_the_constants_over_the_fitted_block(tmp_path) -> None:
     assert text.count("P_ANSWERABLE = LogisticModel(") == 1 and text.count("\nABSTAIN_BELOW = ") == 1
     bench.write(fit, _rows(), target)  # a second write replaces its own block
     assert target.read_text(encoding="utf-8") == text
+
+
+def test_a_row_records_an_answer_withheld_by_a_rule_as_well_as_by_the_floor(example_kb) -> None:
+    """The threshold is chosen on what the gate adds: an answer a rule withholds (evidence.unknown_name:
+    "Heroku", which no document names) is withheld whatever the threshold, as one below the
+    extractive floor is; the raw answer is still measured, and the knowledge base's settings stay."""
+    bench = load_bench("calibrate_answers")
+    settings = (example_kb.settings.answer_min_score, example_kb.settings.answer_min_answerable)
+    rows = bench.measure(example_kb, [
+        ("k8s", "How do I deploy Beacon on Heroku?", ()),
+        ("q01", "How many days of paid holiday does a full-time Northwind Labs employee get each year?", ("27 days",)),
+        ("py", "How many days of paid holiday does a full-time Northwind Labs employee get each year?", None),
+    ], "examples")
+    assert (example_kb.settings.answer_min_score, example_kb.settings.answer_min_answerable) == settings
+    k8s, q01, unlabelled = rows
+    assert k8s["floor_abstains"] and not k8s["answerable"] and k8s["raw"]["cited"]
+    assert q01["correct"] and q01["answerable"] and not q01["floor_abstains"]
+    assert unlabelled["answerable"] and not unlabelled["correct"]  # a --check query: answerable, no gold string
+    assert len(q01["features"]) == len(FEATURE_NAMES) and q01["raw"]["chunks"] > 0
+    assert {"id", "text", "vector", "keyword_rank"} <= set(q01["raw"]["hits"][0])
+
+
+def test_a_missing_knowledge_base_is_built_from_its_sets_corpus(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = load_bench("calibrate_answers")
+    ran: list[list[str]] = []
+    added: list[tuple[str, str]] = []
+
+    class Opened:
+        def __init__(self, path) -> None:
+            self.path = path
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+        def add(self, source: str) -> None:
+            added.append((str(self.path), source))
+
+    monkeypatch.setattr(bench.subprocess, "run", lambda args, check: ran.append(args))
+    monkeypatch.setattr(bench.KnowledgeBase, "open", Opened)
+    assert bench.built(tmp_path, "dvipdfmx") == tmp_path / "dvipdfmx.db"
+    assert ran == [[bench.sys.executable, str(bench.ROOT / "eval" / "dvipdfmx" / "build.py")]]
+    assert added == [(str(tmp_path / "dvipdfmx.db"), str(bench.ROOT / "eval" / "dvipdfmx" / "corpus"))]
+    (tmp_path / "gitdoc.db").write_bytes(b"")
+    assert bench.built(tmp_path, "gitdoc") == tmp_path / "gitdoc.db" and len(ran) == 1  # there: not built again
