@@ -137,6 +137,19 @@ def test_only_the_closing_phrase_of_an_otherwise_known_question_counts() -> None
     assert unknown_setting("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()
 
 
+def test_a_long_closing_phrase_is_the_questions_own_clause_not_a_setting() -> None:
+    """dvipdfmx's dx-23 is answered ("seac"); its "for ..." phrase runs on for ten words, with a verb
+    no chunk holds ("triggers"). A setting is a thing named in a few words."""
+    counts = {"type1": 9, "oper": 25, "composit": 1, "accent": 1, "glyph": 24, "trigger": 0, "obsolet": 2,
+              "endchar": 2, "warn": 3, "cff": 6, "convers": 9}
+    clause = "Which Type1 operator for composite accented glyphs triggers the obsolete endchar warning during CFF conversion?"
+    assert unknown_setting(clause, TermStatistics(132, counts), ()) == ()
+    short = "Which Type1 operator triggers the warning for composite glyphs?"
+    assert unknown_setting(short, TermStatistics(132, counts), ()) == ()  # "triggers" outside the phrase
+    tectonic = TermStatistics(205, {"make": 9, "microtyp": 180, "work": 30, "tecton": 0, "engin": 4})
+    assert unknown_setting("How do I make microtype work with the Tectonic engine?", tectonic, ()) == ("tecton",)
+
+
 def test_a_name_no_retrieved_chunk_writes_and_few_chunks_hold_is_unknown() -> None:
     question = "How do I profile the memory use of a Python script with Massif?"
     stats = TermStatistics(595, {"profil": 40, "memori": 200, "us": 300, "python": 0, "script": 3, "massif": 60})

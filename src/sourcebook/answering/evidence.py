@@ -40,7 +40,10 @@ mentioned. Both conditions are needed: a word absent from a small knowledge base
 is often paraphrase ("...pushed in the meantime?" over a two-page manual, where other words of
 the question are absent too), and a word absent outside the closing phrase is often a passing
 one ("a linked worktree on a removable drive", "is it dangerous to load..."), which held-out
-questions over the Python docs showed.
+questions over the Python docs showed. A setting names a thing in a few words (at most
+`MAX_SETTING_WORDS`); a longer closing phrase is the question's own clause ("...for composite
+accented glyphs triggers the obsolete endchar warning during CFF conversion?" over the dvipdfmx
+manual, where "triggers" is absent and the question is answered), not what it is set in.
 
 A second rule, `unknown_name`: the question names something (by its shape, as above: "Python",
 "CUDA", "Windows", "LFS") that no retrieved chunk writes as a name and few chunks of the knowledge
@@ -102,6 +105,9 @@ fitted on, examples/docs, has 99 chunks)."""
 UNKNOWN_WORDS = 2
 """How many of the question's words no chunk holds make `unknown_words` abstain."""
 UNKNOWN_WORDS_MIN_CHUNKS = 200
+MAX_SETTING_WORDS = 5
+"""The longest closing phrase `unknown_setting` reads as a setting: those of the dev questions it
+caught have 1-3 words ("macOS", "Visual Studio Code", "Python's sqlite3 module")."""
 """The smallest knowledge base `unknown_words` reads: below it, absent words are chance."""
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
@@ -213,7 +219,7 @@ def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -
     (`send`, `email`): a chunk writing it would be retrieved for them."""
     match = _SETTING.search(question)
     counts = stats.frequencies
-    if match is None or stats.chunks <= 0:
+    if match is None or stats.chunks <= 0 or len(match.group(1).split()) > MAX_SETTING_WORDS:
         return ()
     setting = [term for term in query_terms(match.group(1)) if term in counts]
     if any(count == 0 for term, count in counts.items() if term not in setting):
