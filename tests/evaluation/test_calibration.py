@@ -218,8 +218,9 @@ def test_a_missing_knowledge_base_is_built_from_its_sets_corpus(tmp_path, monkey
 
     monkeypatch.setattr(bench.subprocess, "run", lambda args, check: ran.append(args))
     monkeypatch.setattr(bench.KnowledgeBase, "open", Opened)
-    assert bench.built(tmp_path, "dvipdfmx") == tmp_path / "dvipdfmx.db"
+    assert bench.built(tmp_path / "kbs", "dvipdfmx") == tmp_path / "kbs" / "dvipdfmx.db"
+    assert (tmp_path / "kbs").is_dir()
     assert ran == [[bench.sys.executable, str(bench.ROOT / "eval" / "dvipdfmx" / "build.py")]]
-    assert added == [(str(tmp_path / "dvipdfmx.db"), str(bench.ROOT / "eval" / "dvipdfmx" / "corpus"))]
+    assert added == [(str(tmp_path / "kbs" / "dvipdfmx.db"), str(bench.ROOT / "eval" / "dvipdfmx" / "corpus"))]
     (tmp_path / "gitdoc.db").write_bytes(b"")
     assert bench.built(tmp_path, "gitdoc") == tmp_path / "gitdoc.db" and len(ran) == 1  # there: not built again
