@@ -92,19 +92,24 @@ def test_late_windows_cost_no_model_run_of_their_own(tmp_path, docs_copy):
     assert embedder.embedded == sum(r.chunks for r in first)
 
 
-def test_auto_pooling_pools_the_windows_of_long_documents_only(tmp_path, docs_copy):
-    """window_pooling "auto" (the default): a document over long_document_characters pools its
-    windows from its chunks' passes (no model run of their own), a shorter one in the same `add`
-    embeds them as texts; both store a vector per window."""
+def test_auto_pooling_is_pairs_and_falls_back_to_texts(tmp_path, docs_copy):
+    """window_pooling "auto" (the default) stores the windows "pairs" stores (stride-2 passes);
+    a span embedder that cannot run spans apart (a plugin's, written before them) gets its
+    windows embedded as texts instead, every one of them once."""
+    handbook = docs_copy / "employee-handbook.md"
+    stored = {}
+    for pooling in ("auto", "pairs"):
+        with KnowledgeBase.open(tmp_path / f"{pooling}.db", window_pooling=pooling) as kb:
+            [result] = kb.add(str(handbook))
+            with open_store(kb.settings.db) as store:
+                _, _, stored[pooling] = store.export_chunks(result.document_id)
+    assert sum(len(w) for w in stored["auto"]) > 0
+    assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(stored["auto"], stored["pairs"], strict=True))
     embedder = SpanCountingEmbedder()
-    long, short = docs_copy / "employee-handbook.md", docs_copy / "beacon-2.9-release-notes.md"
-    assert len(short.read_text(encoding="utf-8")) < 4_000 < len(long.read_text(encoding="utf-8")) - 500
-    with open_counting(tmp_path / "kb.db", embedder, long_document_characters=4_000) as kb:
-        results = {Path(r.source).name: r for r in kb.add([str(long), str(short)])}
-        windows = {name: windows_of(kb, r.document_id) for name, r in results.items()}
-    assert sum(windows[long.name].values()) > 0 and sum(windows[short.name].values()) > 0
-    chunks = sum(r.chunks for r in results.values())
-    assert embedder.embedded == chunks + sum(windows[short.name].values())
+    with open_counting(tmp_path / "plugin.db", embedder) as kb:
+        [result] = kb.add(str(handbook))
+        windows = windows_of(kb, result.document_id)
+    assert embedder.embedded == result.chunks + sum(windows.values())
 
 
 def test_every_chunk_stores_the_windows_of_its_text(tmp_path, docs_copy):
@@ -390,19 +395,19 @@ def test_nul_in_a_files_own_metadata_is_dropped_not_fatal(tmp_path):
 
 
 def test_a_knowledge_base_keeps_the_precision_its_vectors_were_made_at(tmp_path, docs_copy):
-    """A collection refuses vectors of another precision, so a base built at fp32 keeps fp32 while
-    int8 is the default (and the other way round), unless the user names one: then a mismatch is
-    refused, naming the setting that opens it."""
-    with KnowledgeBase.open(tmp_path / "kb.db", embedding_precision="fp32") as kb:
+    """A collection refuses vectors of another precision, so a base built at int8 keeps int8
+    while fp32 is the default (and the other way round), unless the user names one: then a
+    mismatch is refused, naming the setting that opens it."""
+    with KnowledgeBase.open(tmp_path / "kb.db", embedding_precision="int8") as kb:
         kb.add(str(docs_copy / "employee-handbook.md"))
-        fp32_name = kb.embedder.name
-    assert not fp32_name.endswith("@int8")
+        int8_name = kb.embedder.name
+    assert int8_name.endswith("@int8")
     with KnowledgeBase.open(tmp_path / "kb.db") as kb:
-        assert kb.embedder.name == fp32_name
+        assert kb.embedder.name == int8_name
         [result] = kb.add(str(docs_copy / "security-policy.md"))
         assert result.action == "added"
-    with KnowledgeBase.open(tmp_path / "kb.db", embedding_precision="int8") as kb:
-        with pytest.raises(EmbeddingModelMismatchError, match='embedding_precision = "fp32"'):
+    with KnowledgeBase.open(tmp_path / "kb.db", embedding_precision="fp32") as kb:
+        with pytest.raises(EmbeddingModelMismatchError, match='embedding_precision = "int8"'):
             kb.add(str(docs_copy / "travel-policy.pdf"))
     with KnowledgeBase.open(tmp_path / "new.db") as kb:
-        assert kb.embedder.name.endswith("@int8")  # a new base takes the default, int8
+        assert not kb.embedder.name.endswith("@int8")  # a new base takes the default, fp32

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from sourcebook import KnowledgeBase
 from sourcebook.cli import app
+from sourcebook.evaluation.retrieval import index_key
+from sourcebook.settings import Settings
 
 runner = CliRunner()
 
@@ -166,3 +168,12 @@ def test_eval_answers_split_and_gold_sections(example_kb: KnowledgeBase, tmp_pat
     assert "citation on gold page/section" in human and "false abstention" in human
     bad = runner.invoke(app, ["--db", example_kb.settings.db, "eval", "answers", str(qa), "--split", "train"])
     assert bad.exit_code == 1 and "unknown split 'train'" in bad.output
+
+
+def test_the_cached_index_is_keyed_by_every_setting_that_changes_vectors(dataset: Path) -> None:
+    """int8 and fp32 documents are different vectors, as are other window designs: an evaluation
+    at one must never read the cached index built at another."""
+    keys = {index_key(dataset, Settings(**change)) for change in (
+        {}, {"embedding_precision": "int8"}, {"window_pooling": "separate"}, {"vector_windows": False},
+    )}
+    assert len(keys) == 4

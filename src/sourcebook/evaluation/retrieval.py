@@ -71,8 +71,9 @@ class RetrievalReport:
 # Settings that change the stored chunks or vectors (query-time ones do not belong here: changing
 # them must not cost a re-index). Read with getattr so a setting renamed or dropped never breaks eval.
 INDEX_SETTINGS = (
-    "embedding_model", "embedding_base_url", "chunk_max_tokens", "chunk_overlap", "vector_windows", "late_windows",
-    "window_pooling", "long_document_characters",
+    "embedding_model", "embedding_precision", "embedding_base_url", "chunk_max_tokens", "chunk_overlap", "vector_windows",
+    "late_windows",
+    "window_pooling",
     "enrich_chunks", "enrich_llm",
 )
 
