@@ -114,10 +114,10 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-28 (code at db803bd) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
-P_CORRECT = LogisticModel(-11.5961, (0.1675, 1.4225, 2.9193, 4.2585, 5.7951, 0.561, -3.0302, 3.974, -0.1822, -1.1356, 2.3651, -3.1647, 0.229))
-P_ANSWERABLE = LogisticModel(-11.5498, (3.4913, 4.0503, -0.1621, 8.2956, 5.8533, 0.799, -0.3982, 0.9088, 1.1329, -1.5675, 1.0454, -3.8619, -1.8329))
-ABSTAIN_BELOW = 0.5625
+# Fitted on 2026-11-28 (code at fb5a59d) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
+P_CORRECT = LogisticModel(-10.7029, (-2.5013, 6.8273, 6.6298, 2.9432, 3.5507, 0.5832, -0.7397, 3.7197, -0.3088, -0.8964, 1.6477, -3.3501, 0.0256))
+P_ANSWERABLE = LogisticModel(-11.5352, (1.8469, 12.2423, 1.4558, 8.8237, 4.0739, 0.8252, 1.4484, 0.3155, 1.1527, -1.2707, 0.7396, -4.0479, -1.8978))
+ABSTAIN_BELOW = 0.5118
 
 
 @dataclass(frozen=True)
