@@ -114,10 +114,10 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-28 (code at fb5a59d) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
-P_CORRECT = LogisticModel(-10.7029, (-2.5013, 6.8273, 6.6298, 2.9432, 3.5507, 0.5832, -0.7397, 3.7197, -0.3088, -0.8964, 1.6477, -3.3501, 0.0256))
-P_ANSWERABLE = LogisticModel(-11.5352, (1.8469, 12.2423, 1.4558, 8.8237, 4.0739, 0.8252, 1.4484, 0.3155, 1.1527, -1.2707, 0.7396, -4.0479, -1.8978))
-ABSTAIN_BELOW = 0.5118
+# Fitted on 2026-11-28 (code at 42d4c06-dirty) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
+P_CORRECT = LogisticModel(-8.9165, (0.0957, 7.0238, 3.8131, 2.9929, 2.0121, 0.3051, 0.1122, 2.7241, -0.2664, -0.8428, 1.4667, -2.7101, -0.0549))
+P_ANSWERABLE = LogisticModel(-8.712, (1.7487, 10.1285, 1.6597, 7.0557, 2.6022, 0.3843, 0.9038, 0.3726, 0.8463, -0.9407, 0.82, -3.1432, -1.5654))
+ABSTAIN_BELOW = 0.4937
 
 
 @dataclass(frozen=True)
