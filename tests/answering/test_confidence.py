@@ -86,6 +86,9 @@ def test_answer_features_on_a_fixed_answer(example_kb: KnowledgeBase) -> None:
     assert 0.0 < features.answer_similarity < 1.0
 
     assert features.missing_name_rarity == 0.0  # the question names nothing (an identifier is not a name)
+    assert features.absent_from_kb == 0.0  # every word of the question is in some chunk
+    unheld = TermStatistics(100, {**stats.frequencies, "leas": 0})
+    assert answer_features(question, answer, embedder.embed_query(question), embedder, unheld).absent_from_kb == 1.0
     abstained = answer_features(question, Answer(question, "no", True, (), 0.0, hits), embedder.embed_query(question),
                                 embedder, stats)
     assert abstained.top_similarity == 0.8 and abstained.terms_in_sources == 1.0  # what retrieval found still counts
@@ -120,6 +123,15 @@ def test_a_name_the_knowledge_base_never_holds_lowers_both_probabilities() -> No
                     missing_terms=1.0, terms_in_cited=0.67, terms_in_answer=0.33, keyword_rank=1.0)
     named, missing = calibrate(_features(**answered)), calibrate(_features(**answered, missing_name_rarity=1.0))
     assert missing.p_answerable < named.p_answerable and missing.p_correct < named.p_correct
+
+
+def test_a_word_no_chunk_holds_lowers_the_probability_of_an_answer() -> None:
+    """The fitted weight of absent_from_kb: "How do I produce landscape pages with dvipdfmx?" over a
+    manual that never writes "landscape" reads as less answerable than the same answer without it."""
+    answered = dict(top_similarity=0.64, similarity_margin=0.06, cited_similarity=0.64, answer_similarity=0.53,
+                    terms_in_sources=0.5, missing_terms=2.0, terms_in_cited=0.5, terms_in_answer=0.5, keyword_rank=0.2)
+    held, absent = calibrate(_features(**answered)), calibrate(_features(**answered, absent_from_kb=1.0))
+    assert absent.p_answerable < held.p_answerable
 
 
 def test_an_identifier_is_quoted_only_as_a_whole_token_and_a_mixed_case_name_only_as_written() -> None:

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from sourcebook.answering.evidence import (
-    UNKNOWN_NAME_RARITY, UNKNOWN_WORDS_MIN_CHUNKS, missing_name_rarity, question_names, unknown_name, unknown_setting,
-    unknown_words,
+    UNHELD_MIN_CHUNKS, UNKNOWN_NAME_RARITY, UNKNOWN_WORDS_MIN_CHUNKS, missing_name_rarity, question_names, unheld_words, unknown_name,
+    unknown_setting, unknown_words,
 )
 from sourcebook.models import Answer, Citation, Hit, StoredChunk, TermStatistics
 
@@ -137,6 +137,19 @@ def test_only_the_closing_phrase_of_an_otherwise_known_question_counts() -> None
     assert unknown_setting("How do I use it with Overleaf?", TermStatistics(0, {"us": 0, "overleaf": 0}), ()) == ()
 
 
+def test_a_long_closing_phrase_is_the_questions_own_clause_not_a_setting() -> None:
+    """dvipdfmx's dx-23 is answered ("seac"); its "for ..." phrase runs on for ten words, with a verb
+    no chunk holds ("triggers"). A setting is a thing named in a few words."""
+    counts = {"type1": 9, "oper": 25, "composit": 1, "accent": 1, "glyph": 24, "trigger": 0, "obsolet": 2,
+              "endchar": 2, "warn": 3, "cff": 6, "convers": 9}
+    clause = "Which Type1 operator for composite accented glyphs triggers the obsolete endchar warning during CFF conversion?"
+    assert unknown_setting(clause, TermStatistics(132, counts), ()) == ()
+    short = "Which Type1 operator triggers the warning for composite glyphs?"
+    assert unknown_setting(short, TermStatistics(132, counts), ()) == ()  # "triggers" outside the phrase
+    tectonic = TermStatistics(205, {"make": 9, "microtyp": 180, "work": 30, "tecton": 0, "engin": 4})
+    assert unknown_setting("How do I make microtype work with the Tectonic engine?", tectonic, ()) == ("tecton",)
+
+
 def test_a_name_no_retrieved_chunk_writes_and_few_chunks_hold_is_unknown() -> None:
     question = "How do I profile the memory use of a Python script with Massif?"
     stats = TermStatistics(595, {"profil": 40, "memori": 200, "us": 300, "python": 0, "script": 3, "massif": 60})
@@ -183,3 +196,32 @@ def test_a_name_spelled_with_an_inner_capital_is_looked_up_in_the_knowledge_base
     # a name capitalised only at its start ("Windows") is not looked up: its plain word is the same word
     windows = TermStatistics(205, {"run": 30, "valgrind": 150, "window": 15})
     assert unknown_name("How do I run Valgrind on Windows?", windows, hits, lambda name: hits) == ()
+
+
+def test_a_pdf_hyphen_writes_the_hyphen_a_question_types() -> None:
+    """PDF text writes U+2010 HYPHEN ("16‐bit Color Depth", dvipdfmx's Table 3.1) where the question
+    types "-": the retrieved chunk does write the compound, so the question is not set outside it."""
+    question = "Which PDF version is required for 16-bit color depth PNG images?"
+    stats = TermStatistics(132, {"pdf": 79, "version": 24, "requir": 21, "16": 11, "bit": 24, "color": 19, "depth": 6,
+                                 "png": 7, "imag": 24})
+    table = (_hit(1, "Feature PDF Version Required 16\u2010bit Color Depth Version 1.5"),)
+    assert unknown_setting(question, stats, table) == ()
+    assert unknown_setting(question, stats, (_hit(2, "8\u2011bit images are read as they are."),)) == ("16-bit",)
+
+
+def test_words_no_chunk_holds_are_unheld_but_adverbs_are_not_counted() -> None:
+    """A word of the question no chunk of the knowledge base holds is evidence it is not answered
+    ("hyperref" over the dvipdfmx manual); an adverb in -ly is not, as Porter keeps "positionally"
+    apart from the "positional" a document writes."""
+    question = "How do I get working hyperref links when compiling with dvipdfmx?"
+    stats = TermStatistics(132, {"get": 28, "work": 3, "hyperref": 0, "link": 0, "compil": 0, "dvipdfmx": 132})
+    assert unheld_words(question, stats) == ("hyperref", "links", "compiling")
+    assert unheld_words(question, TermStatistics(132, {**stats.frequencies, "hyperref": 2, "link": 1, "compil": 4})) == ()
+    adverb = "force callers to name certain parameters instead of passing them positionally"
+    counts = {"forc": 9, "caller": 20, "name": 500, "certain": 40, "paramet": 300, "instead": 50, "pass": 200, "position": 0}
+    assert unheld_words(adverb, TermStatistics(2569, counts)) == ()
+    # a knowledge base of a few pages lacks ordinary words by chance
+    meantime = {"push": 3, "lose": 0, "commit": 2, "somebodi": 0, "els": 1, "meantim": 0}
+    paraphrase = "How do I push without losing commits somebody else pushed in the meantime?"
+    assert unheld_words(paraphrase, TermStatistics(6, meantime)) == ()
+    assert unheld_words(paraphrase, TermStatistics(UNHELD_MIN_CHUNKS, meantime)) == ("losing", "somebody", "meantime")

@@ -22,10 +22,13 @@ citations) are calibrated alike:
     keyword_rank          1 / (rank of the best cited chunk in the keyword list), 0 when absent
     missing_name_rarity   how rare, in the whole knowledge base, the rarest name of the question
                           the cited chunks lack is: 1 when no chunk holds it (evidence.py)
+    absent_from_kb        1 when a word of the question occurs in no chunk of the knowledge base
+                          at all ("hyperref", "landscape" over a manual that never writes them), else 0
+                          (evidence.unheld_words)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
-splits of eval/gitdoc, eval/microtype and examples/questions.jsonl (never on the test
-splits), whose output is pasted below:
+splits of the five answers sets (eval/gitdoc, microtype, valgrind, sqlite, dvipdfmx) and
+examples/questions.jsonl (never on the test splits), whose output it pastes below (`--write`):
 
 * `p_correct`: the answer contains the expected fact. `Answer.confidence` is p_correct
   times the citation check's supported share of the answer's sentences: an LLM's
@@ -37,7 +40,8 @@ splits), whose output is pasted below:
   also withhold right-looking answers to answerable questions that happen to be wrong,
   which is a different failure (false abstention) from answering what the documents
   do not say; the threshold was chosen on the dev splits as the highest that keeps
-  false abstention within 5% of the answerable questions.
+  false abstention within 5% of the answerable questions, and of the pydocs queries (all
+  answerable, in a user's words rather than the manuals').
 
 An abstention's confidence is p_correct of the answer it withheld: a high value flags
 a probably missed answer.
@@ -54,7 +58,7 @@ import numpy as np
 
 from ..embedders.base import Embedder
 from ..models import Answer, CitationCheck, Hit, TermStatistics
-from .evidence import missing_name_rarity, written_as
+from .evidence import missing_name_rarity, unheld_words, written_as
 from .lexical import chunk_text, cited_hits, content_terms, overlap
 
 MAX_MISSING_TERMS = 3
@@ -87,6 +91,7 @@ class ConfidenceFeatures:
     asks_identifier: float
     keyword_rank: float
     missing_name_rarity: float
+    absent_from_kb: float
 
     def vector(self) -> tuple[float, ...]:
         return astuple(self)
@@ -109,11 +114,10 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-27 (abstain15: missing_name_rarity added) on 104 dev questions,
-# knowledge bases built from main f28a348 (the merged reference chunking).
-P_CORRECT = LogisticModel(-8.4107, (2.7531, 1.8304, 3.1696, 3.2531, 1.3542, 0.4142, -0.7534, 1.7251, -0.4463, -0.7423, 1.3526, -2.0132))
-P_ANSWERABLE = LogisticModel(-8.0268, (2.3314, 1.3334, 2.4112, 7.575, 1.7515, 0.2156, -0.1163, 0.5825, -0.369, -0.7946, 0.4978, -2.9395))
-ABSTAIN_BELOW = 0.514
+# Fitted on 2026-11-28 (code at 42d4c06-dirty) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
+P_CORRECT = LogisticModel(-8.9165, (0.0957, 7.0238, 3.8131, 2.9929, 2.0121, 0.3051, 0.1122, 2.7241, -0.2664, -0.8428, 1.4667, -2.7101, -0.0549))
+P_ANSWERABLE = LogisticModel(-8.712, (1.7487, 10.1285, 1.6597, 7.0557, 2.6022, 0.3843, 0.9038, 0.3726, 0.8463, -0.9407, 0.82, -3.1432, -1.5654))
+ABSTAIN_BELOW = 0.4937
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,7 @@ def answer_features(
     the retrieved chunks and the knowledge base say about the question still counts.
     """
     rarity = missing_name_rarity(question, answer, stats)
+    absent = 1.0 if unheld_words(question, stats) else 0.0
     hits = list(answer.hits)
     scores = _vector_scores(hits)
     top = scores[0] if scores else 0.0
@@ -173,7 +178,7 @@ def answer_features(
     asks = 1.0 if asked_identifiers(question) else 0.0
     if answer.abstained or not answer.citations:
         return ConfidenceFeatures(
-            top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, rarity
+            top, max(top - second, 0.0), 0.0, 0.0, in_sources, missing, 0.0, 0.0, 0.0, asks, 0.0, rarity, absent
         )
     cited = cited_hits(answer)
     answer_text = " ".join((answer.answer, *(" ".join(c.heading_path) for c in answer.citations)))
@@ -192,6 +197,7 @@ def answer_features(
         asks_identifier=asks,
         keyword_rank=1.0 / min(keyword_ranks) if keyword_ranks else 0.0,
         missing_name_rarity=rarity,
+        absent_from_kb=absent,
     )
 
 

@@ -12,6 +12,8 @@ whole tenant, analysed as keyword search analyses it (stopwords dropped, Porter 
                            answer cites do not write as a name: its document frequency as a rarity in
                            [0, 1] (`TermStatistics.rarity`), 1 when no chunk holds it at all; 0 when
                            every name is cited or the question names nothing
+    absent_from_kb         1 when a word of the question (not an adverb in -ly) occurs in no chunk of
+                           the knowledge base at all (`unheld_words`), else 0
 
 Rarity rather than a count, because a question also names the subject of the whole knowledge
 base ("Git" over the Git pages), which a cited option entry need not repeat: a name most chunks hold
@@ -38,7 +40,10 @@ mentioned. Both conditions are needed: a word absent from a small knowledge base
 is often paraphrase ("...pushed in the meantime?" over a two-page manual, where other words of
 the question are absent too), and a word absent outside the closing phrase is often a passing
 one ("a linked worktree on a removable drive", "is it dangerous to load..."), which held-out
-questions over the Python docs showed.
+questions over the Python docs showed. A setting names a thing in a few words (at most
+`MAX_SETTING_WORDS`); a longer closing phrase is the question's own clause ("...for composite
+accented glyphs triggers the obsolete endchar warning during CFF conversion?" over the dvipdfmx
+manual, where "triggers" is absent and the question is answered), not what it is set in.
 
 A second rule, `unknown_name`: the question names something (by its shape, as above: "Python",
 "CUDA", "Windows", "LFS") that no retrieved chunk writes as a name and few chunks of the knowledge
@@ -65,6 +70,17 @@ unanswerable dev questions of gitdoc, microtype and valgrind and in none of thei
 ones nor of the 60 pydocs queries. In a small knowledge base ordinary words are absent by chance
 (a six-chunk page lacks "losing", "somebody" and "meantime" of a question it answers), so the rule
 waits for a manual's vocabulary: 200 chunks is about a 40-page manual (microtype's 37 pages make 205).
+`absent_from_kb` is the plain form of that evidence, for words of any shape: "hyperref",
+"landscape", "offsets", "licence", "indentation" are lower-case words a user asks about that a
+manual on something else never writes. One absent word is weaker evidence than a name (a reader's
+paraphrase, "removable *drive*", "*triggers* the warning", is absent by chance too), so it is a
+feature the fit weighs against how well retrieval went, not a rule; leave-one-set-out over the
+five answers sets' dev splits (bench/calibrate_answers.py, README) it carried where the coverage
+features did not. An adverb is not counted: Porter keeps "positionally" and "quickly" apart from
+the "positional" and "quick" a document writes, and an adverb says how, not what is asked about.
+Nor does a knowledge base of a few pages count (`UNHELD_MIN_CHUNKS`): a six-chunk manual lacks
+"losing", "somebody" and "meantime" of a question it answers, and no set the fit learned from is
+that small, so the fitted weight would read chance as evidence.
 """
 
 from __future__ import annotations
@@ -74,16 +90,24 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..models import Answer, Hit, TermStatistics
 from ..stopwords import STOPWORDS
-from ..stores.bm25 import query_terms
+from ..stores.bm25 import query_terms, query_words
 from .lexical import chunk_text, cited_hits
 
 _WORD = re.compile(r"\w+")
+# Hyphens a PDF's text writes for "-" (U+2010 HYPHEN, U+2011 NON-BREAKING HYPHEN): "16‐bit" is "16-bit".
+_HYPHENS = str.maketrans("\u2010\u2011", "--")
 UNKNOWN_NAME_RARITY = 0.5
 """How rare a name's word must be for `unknown_name` (`TermStatistics.rarity`): 0.5 is a word held
 by about 25 of 1,300 chunks or 17 of 600; the subject of the knowledge base is far below."""
+UNHELD_MIN_CHUNKS = 50
+"""The smallest knowledge base `unheld_words` reads (about 10 pages; the smallest the calibration was
+fitted on, examples/docs, has 99 chunks)."""
 UNKNOWN_WORDS = 2
 """How many of the question's words no chunk holds make `unknown_words` abstain."""
 UNKNOWN_WORDS_MIN_CHUNKS = 200
+MAX_SETTING_WORDS = 5
+"""The longest closing phrase `unknown_setting` reads as a setting: those of the dev questions it
+caught have 1-3 words ("macOS", "Visual Studio Code", "Python's sqlite3 module")."""
 """The smallest knowledge base `unknown_words` reads: below it, absent words are chance."""
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
@@ -129,7 +153,7 @@ def _written(name: str, texts: Iterable[str]) -> bool:
     ("CONTEXT-SENSITIVE SETUP", a PDF's running header): its inner capital is what makes it a
     name (`written_as`)."""
     pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
-    return any(written_as(name, match) for text in texts for match in pattern.finditer(text))
+    return any(written_as(name, match) for text in texts for match in pattern.finditer(text.translate(_HYPHENS)))
 
 
 def written_as(name: str, match: re.Match[str]) -> bool:
@@ -195,7 +219,7 @@ def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -
     (`send`, `email`): a chunk writing it would be retrieved for them."""
     match = _SETTING.search(question)
     counts = stats.frequencies
-    if match is None or stats.chunks <= 0:
+    if match is None or stats.chunks <= 0 or len(match.group(1).split()) > MAX_SETTING_WORDS:
         return ()
     setting = [term for term in query_terms(match.group(1)) if term in counts]
     if any(count == 0 for term, count in counts.items() if term not in setting):
@@ -203,6 +227,19 @@ def unknown_setting(question: str, stats: TermStatistics, hits: Sequence[Hit]) -
     retrieved = [chunk_text(hit) for hit in hits]
     unwritten = [name for name in _COMPOUND.findall(match.group(1)) if not _written(name.lower(), retrieved)]
     return (*(term for term in setting if counts[term] == 0), *unwritten)
+
+
+def unheld_words(question: str, stats: TermStatistics) -> tuple[str, ...]:
+    """The words of `question` (stopwords dropped) whose term no chunk of the knowledge base holds,
+    adverbs in -ly aside; `stats` is the knowledge base's `term_statistics(question)`. () for a
+    knowledge base of fewer than `UNHELD_MIN_CHUNKS` chunks."""
+    if stats.chunks < UNHELD_MIN_CHUNKS:
+        return ()
+    absent = {term for term, count in stats.frequencies.items() if count == 0}
+    return tuple(dict.fromkeys(
+        word for word in query_words(question)
+        if not (len(word) > 4 and word.endswith("ly")) and any(term in absent for term in query_terms(word))
+    ))
 
 
 def unknown_words(stats: TermStatistics) -> tuple[str, ...]:
