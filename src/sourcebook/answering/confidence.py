@@ -114,10 +114,10 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-28 (code at 42d4c06-dirty) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
-P_CORRECT = LogisticModel(-8.9165, (0.0957, 7.0238, 3.8131, 2.9929, 2.0121, 0.3051, 0.1122, 2.7241, -0.2664, -0.8428, 1.4667, -2.7101, -0.0549))
-P_ANSWERABLE = LogisticModel(-8.712, (1.7487, 10.1285, 1.6597, 7.0557, 2.6022, 0.3843, 0.9038, 0.3726, 0.8463, -0.9407, 0.82, -3.1432, -1.5654))
-ABSTAIN_BELOW = 0.4937
+# Fitted on 2026-11-28 (code at dd8f06d) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
+P_CORRECT = LogisticModel(-9.3909, (-0.1449, 3.4809, 2.8569, 4.6108, 1.4571, 0.4375, 1.5542, 2.6743, 0.1246, -0.6804, 1.1873, -2.8095, -0.3017))
+P_ANSWERABLE = LogisticModel(-7.7256, (3.1932, 0.3871, 0.8334, 5.3791, 2.9478, 0.4679, 0.886, -0.0353, 0.7448, -1.0443, 0.7192, -3.2202, -1.6268))
+ABSTAIN_BELOW = 0.4525
 
 
 @dataclass(frozen=True)
