@@ -39,7 +39,9 @@ def test_graph_ranking_honours_filters(graph_kb: KnowledgeBase, graph_store: Sto
 def test_the_second_hop_leaves_the_first_hits_document(graph_kb: KnowledgeBase, graph_store: Store) -> None:
     question = "How long does a failover take for the database whose switchover is planned for 7-8 September?"
     first = graph_kb.search(question, mode="hybrid", per_document=0, top_k=3)
-    assert "7-8 September" in first[0].chunk.text
+    # the bridge (the meeting notes' switchover date) is among the first hits; with pair windows
+    # the runbook's failover chunk itself ranks first, so the first hop already holds the answer
+    assert any("7-8 September" in hit.chunk.text for hit in first)
     ranking = graph_ranking(graph_store, question, 10, first_hop=[h.chunk.id for h in first])
     assert ranking[0].chunk_id == first[0].chunk.id  # the hop that links leads
     sources = {c.source.rsplit("/", 1)[-1] for c in graph_store.get_chunks([r.chunk_id for r in ranking]).values()}
