@@ -78,9 +78,9 @@ feature the fit weighs against how well retrieval went, not a rule; leave-one-se
 five answers sets' dev splits (bench/calibrate_answers.py, README) it carried where the coverage
 features did not. An adverb is not counted: Porter keeps "positionally" and "quickly" apart from
 the "positional" and "quick" a document writes, and an adverb says how, not what is asked about.
-Nor does a knowledge base of a few pages count (`UNHELD_MIN_CHUNKS`): a six-chunk manual lacks
-"losing", "somebody" and "meantime" of a question it answers, and no set the fit learned from is
-that small, so the fitted weight would read chance as evidence.
+Nor does a knowledge base of a few pages count (`UNHELD_MIN_CHUNKS`): ordinary words are absent
+from it by chance (as above), and no set the fit learned from is that small, so the fitted weight
+would read chance as evidence.
 """
 
 from __future__ import annotations
@@ -105,10 +105,10 @@ fitted on, examples/docs, has 99 chunks)."""
 UNKNOWN_WORDS = 2
 """How many of the question's words no chunk holds make `unknown_words` abstain."""
 UNKNOWN_WORDS_MIN_CHUNKS = 200
+"""The smallest knowledge base `unknown_words` reads: below it, absent words are chance."""
 MAX_SETTING_WORDS = 5
 """The longest closing phrase `unknown_setting` reads as a setting: those of the dev questions it
 caught have 1-3 words ("macOS", "Visual Studio Code", "Python's sqlite3 module")."""
-"""The smallest knowledge base `unknown_words` reads: below it, absent words are chance."""
 # The end of a sentence: the next word is capitalised by grammar, not because it is a name.
 _SENTENCE_END = re.compile(r"[.!?:]\s*$")
 # The question's closing prepositional phrase, after its last "with", "on", "in", ... (not its
