@@ -24,8 +24,8 @@ def copy_pinned(docs: Path, pages: dict[str, str], out: Path, package: str) -> N
                if hashlib.sha256((docs / page).read_bytes()).hexdigest()[:16] != digest]
     if changed:
         raise SystemExit(f"{docs}: another {package} version, {len(changed)} pages differ: {changed[:3]}")
-    out.mkdir(parents=True, exist_ok=True)
-    for page in pages:
+    for page in pages:  # a page may sit in a subfolder of `docs` (one package's several manuals)
+        (out / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(docs / page, out / page)
     print(f"{len(pages)} pages -> {out}")
 
