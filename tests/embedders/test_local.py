@@ -21,7 +21,8 @@ import onnx
 import onnxruntime as ort
 
 from sourcebook.embedders import LocalEmbedder, create_embedder
-from sourcebook.embedders import local
+from sourcebook.embedders import local, openvino_session
+from sourcebook.embedders.openvino_session import bf16_available
 from sourcebook.embedders.local import _ATTENTION_CELLS, _TOKENS_PER_ROW, _bert_graph, _bundled_minilm_dir
 from sourcebook.errors import ConfigurationError
 from sourcebook.profiling import profiled
@@ -76,6 +77,31 @@ def test_int8_kernels_survive_optimization(tmp_path):
     assert set(kinds).isdisjoint({"MatMul", "Attention", "DequantizeLinear"})
     levels = {attr.i for node in optimized if node.op_type == "MatMulNBits" for attr in node.attribute if attr.name == "accuracy_level"}
     assert levels == {4}
+
+
+needs_bf16 = pytest.mark.skipif(not bf16_available(), reason="OpenVINO or a CPU with bfloat16 instructions is missing")
+
+
+@needs_bf16
+def test_bf16_vectors_stay_within_fp32s_noise_and_share_its_name(fp32):
+    """bf16 (OpenVINO) keeps cosine >= 0.9999 to fp32 on texts and in batches, close enough that
+    its vectors are recorded as the fp32 model's and mix with them; "auto" picks it here."""
+    bf16 = LocalEmbedder(precision="bf16")
+    texts = REFERENCE["texts"] + [f"sentence number {i} " * (i % 7 + 1) for i in range(40)]
+    vectors = bf16.embed_documents(texts)
+    assert np.sum(vectors * fp32.embed_documents(texts), axis=1).min() > 0.9999
+    single = np.stack([bf16.embed_query(t) for t in texts])
+    assert np.sum(vectors * single, axis=1).min() > 0.9999
+    assert bf16.name == fp32.name and bf16.precision == "bf16" and not bf16.batch_dependent
+    assert LocalEmbedder(precision="auto").precision == "bf16"
+
+
+def test_without_openvino_auto_is_fp32_and_bf16_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(local, "bf16_available", lambda: False)
+    monkeypatch.setattr(openvino_session, "bf16_available", lambda: False)
+    assert LocalEmbedder(precision="auto").precision == "fp32"
+    with pytest.raises(ConfigurationError, match=r"pip install 'sourcebook\[openvino\]'"):
+        LocalEmbedder(precision="bf16")
 
 
 def test_unknown_precision_is_a_clear_error():

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from sourcebook import KnowledgeBase
 from sourcebook.cli import app
+from sourcebook.embedders.local import resolve_precision
 from sourcebook.evaluation.retrieval import index_key
 from sourcebook.settings import Settings
 
@@ -177,3 +178,8 @@ def test_the_cached_index_is_keyed_by_every_setting_that_changes_vectors(dataset
         {}, {"embedding_precision": "int8"}, {"window_pooling": "separate"}, {"vector_windows": False},
     )}
     assert len(keys) == 4
+    # "auto" is the precision it stands for on this machine (bf16 or fp32), not a key of its own
+    resolved = resolve_precision("auto")
+    assert index_key(dataset, Settings()) == index_key(dataset, Settings(embedding_precision=resolved))
+    other = "fp32" if resolved == "bf16" else "bf16"
+    assert index_key(dataset, Settings()) != index_key(dataset, Settings(embedding_precision=other))

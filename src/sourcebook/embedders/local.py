@@ -10,8 +10,10 @@ Model sources, by `Settings.embedding_model`:
   (bge-small/base-en-v1.5 for users who have them: CLS pooling is read from 1_Pooling).
 
 A graph built from safetensors runs at `Settings.embedding_precision`: "int8" (weights
-quantized by `bert_onnx.quantize_int8`) or "fp32". The two give slightly different vectors,
-so an int8 model's name carries INT8_SUFFIX and its vectors never mix with fp32 ones.
+quantized by `bert_onnx.quantize_int8`), "fp32", or "bf16" (the fp32 graph run by OpenVINO in
+bfloat16, `openvino_session.py`); "auto" is bf16 where OpenVINO and the CPU offer it, else fp32.
+int8 gives slightly different vectors, so an int8 model's name carries INT8_SUFFIX and its
+vectors never mix with the others; bf16's stay within cosine 0.9999 of fp32's and share its name.
 Queries are embedded by the fp32 graph even then (`Settings.embedding_query_precision`): the
 documents' int8 vectors keep ingestion fast, and a query is one short run, where fp32 costs
 little and takes away half the quantization error (SciFact with sentence windows, README
@@ -42,6 +44,7 @@ from ..profiling import stage
 from .base import INT8_SUFFIX, ProgressCallback, Window
 from .coalescing import QueryCoalescer
 from .late_chunking import confined_attention, count_batch, padded, plain_feeds, pool_windows, token_batch
+from .openvino_session import OpenVinoSession, bf16_available
 from .sentence_passes import APART_DESIGNS
 
 _Result = TypeVar("_Result")
@@ -67,8 +70,8 @@ text's first `_SEGMENT_CHARS` are all that is tokenized (far above the model's l
 _PARALLEL_RUNS = 2
 """Batches run at once on the one session when `threads` is 0 (each run on half the cores)."""
 INT8_MODEL = "all-MiniLM-L6-v2-int8"
-PRECISIONS = ("int8", "fp32")
-DEFAULT_PRECISION = "int8"
+PRECISIONS = ("auto", "bf16", "int8", "fp32")
+DEFAULT_PRECISION = "auto"
 DEFAULT_QUERY_PRECISION = "fp32"
 _MISSING_MINILM = (
     "the default embedding model is not installed: run "
@@ -197,6 +200,15 @@ def _built_apart(bert_dir: Path, precision: str, target: Path) -> bool:
     return target.exists()
 
 
+def resolve_precision(precision: str, built_from_weights: bool = True) -> str:
+    """`precision` with "auto" made concrete: bf16 where OpenVINO and the CPU run it natively,
+    else fp32. Only for graphs `bert_onnx` builds from weights: a user's own ONNX graph may hold
+    operators OpenVINO does not read, so it stays on onnxruntime unless bf16 is asked for."""
+    if precision != "auto":
+        return precision
+    return "bf16" if built_from_weights and bf16_available() else "fp32"
+
+
 def _truncated(row: list[int], limit: int) -> list[int]:
     """A token row cut to `limit` as the tokenizer cuts it: the first tokens, then the last (the closing special)."""
     return row if len(row) <= limit else row[: limit - 1] + row[-1:]
@@ -253,10 +265,15 @@ class LocalEmbedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        for setting, value in (("embedding precision", precision), ("query precision", query_precision)):
-            if value not in PRECISIONS:
-                raise ConfigurationError(f"{setting} {value!r} is none of {', '.join(PRECISIONS)}")
+        for setting, value, allowed in (
+            ("embedding precision", precision, PRECISIONS), ("query precision", query_precision, ("int8", "fp32"))
+        ):
+            if value not in allowed:
+                raise ConfigurationError(f"{setting} {value!r} is none of {', '.join(allowed)}")
         files = resolve_model(model)
+        precision = resolve_precision(precision, built_from_weights=files.bert_dir is not None)
+        self.precision = precision
+        """The precision documents are embedded at ("auto" resolved)."""
         quantized = files.bert_dir is not None and precision == "int8"
         self.name = files.name + (INT8_SUFFIX if quantized else "")
         self.batch_dependent = quantized
@@ -288,6 +305,7 @@ class LocalEmbedder:
         # than a session per run at the same CPU time; without, the same (embedding_sessions.py).
         options.enable_mem_pattern = False
         self._options = options
+        self._threads = threads or cores
         self._session = self._load(files.onnx, precision)
         self._idle = self._slots(self._session)
         """A slot per run allowed at once; each slot hands out the session to run on."""
@@ -438,8 +456,8 @@ class LocalEmbedder:
             yield batch
 
     def _load(self, onnx: Path | None, precision: str) -> Any:
-        """An onnxruntime session of the model's own graph (`onnx`) or of the BERT graph built
-        from its safetensors at `precision`."""
+        """A session of the model's own graph (`onnx`) or of the BERT graph built from its
+        safetensors at `precision`: onnxruntime's, or OpenVINO's for bf16 (the fp32 graph)."""
         import onnxruntime as ort
 
         try:
@@ -447,11 +465,13 @@ class LocalEmbedder:
                 source: bytes | str = str(onnx)
             else:
                 assert self._bert_dir is not None
-                source = _bert_graph(self._bert_dir, precision)
+                source = _bert_graph(self._bert_dir, "fp32" if precision == "bf16" else precision)
+            if precision == "bf16":
+                return OpenVinoSession(source, self._threads, self._runs, _cache_dir() / "openvino")
             return ort.InferenceSession(source, self._options, providers=["CPUExecutionProvider"])
-        except EmbeddingError:
+        except (EmbeddingError, ConfigurationError):
             raise
-        except Exception as exc:  # onnxruntime raises its own untyped errors
+        except Exception as exc:  # onnxruntime and OpenVINO raise their own untyped errors
             raise EmbeddingError(f"could not load embedding model {self._model!r}: {exc}") from exc
 
     def _slots(self, session: Any) -> queue.SimpleQueue[Any]:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+from ..embedders.local import resolve_precision
 from ..errors import InvalidQueryError
 from ..ingest import ProgressHandler
 from ..kb import KnowledgeBase
@@ -81,6 +82,7 @@ INDEX_SETTINGS = (
 def index_key(dataset_dir: str | Path, settings: Settings) -> str:
     """Identity of an index: the dataset's real path, the indexing settings and Sourcebook's version."""
     parts = {name: getattr(settings, name, None) for name in INDEX_SETTINGS}
+    parts["embedding_precision"] = resolve_precision(settings.embedding_precision)  # "auto" differs by machine
     parts.update(dataset=str(Path(dataset_dir).resolve()), sourcebook=version("sourcebook"))
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
