@@ -14,7 +14,12 @@ wall and process CPU seconds, the steadier figure on a shared machine.
 as `LocalEmbedder` batches them, with onnxruntime intra-op threads 1 vs 2 and batches run in
 parallel from two Python threads (one session, or one session each).
 
-    python bench/embedding_precision.py [precision|threads] [--texts 96] [--repeats 5] [--docs 500] [--queries 200]
+`runtimes`: the product's embedders at each `embedding_precision` (fp32 and int8 on onnxruntime,
+bf16 on OpenVINO), as `LocalEmbedder` runs them (two batches at once on the 2 cores): model
+time over `--texts` abstracts and their two-sentence windows, interleaved and repeated, and
+fidelity to fp32 as for `precision`.
+
+    python bench/embedding_precision.py [precision|threads|runtimes] [--texts 96] [--repeats 5] [--docs 500] [--queries 200]
 """
 
 from __future__ import annotations
@@ -177,9 +182,27 @@ def threads(texts: int, repeats: int) -> None:
         print(f"| {name} | {seconds:.2f} | {base / seconds:.2f}x | {cpu_seconds:.2f} |")
 
 
+def runtimes(texts: int, repeats: int, docs: int, queries: int) -> None:
+    embedders = {precision: LocalEmbedder(precision=precision) for precision in ("fp32", "bf16", "int8")}
+    timed = abstracts(texts, windows=True)
+    corpus = abstracts(docs + queries, windows=False)
+    documents, titles = corpus[:docs], [text.split("\n", 1)[0] for text in corpus[docs:]]
+    vecs = {name: (e.embed_documents(documents), np.stack([e.embed_query(t) for t in titles])) for name, e in embedders.items()}
+    medians = race({name: (lambda e=e: e.embed_documents(timed)) for name, e in embedders.items()}, repeats)
+    print(f"speed: {texts} SciFact abstracts and windows, median of {repeats}, load {os.getloadavg()[0]:.1f}; "
+          f"fidelity: {docs} abstracts, {queries} pseudo-queries (int8: queries through fp32, as the product does)")
+    print("| precision (runtime) | seconds | CPU seconds | CPU speed vs fp32 | cosine to fp32, min / mean | Spearman "
+          "| top-10 overlap |\n|---|---|---|---|---|---|---|")
+    cpu = medians["fp32"][1]
+    runtime = {"fp32": "onnxruntime", "bf16": "OpenVINO", "int8": "onnxruntime"}
+    for name, (seconds, cpu_seconds) in medians.items():
+        print(f"| {name} ({runtime[name]}) | {seconds:.2f} | {cpu_seconds:.2f} | {cpu / cpu_seconds:.2f}x "
+              f"| {fidelity(*vecs[name], *vecs['fp32'])} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", nargs="?", choices=("precision", "threads"), default="precision")
+    parser.add_argument("what", nargs="?", choices=("precision", "threads", "runtimes"), default="precision")
     parser.add_argument("--texts", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--docs", type=int, default=500, help="precision: abstracts for fidelity to fp32")
@@ -187,6 +210,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "precision":
         precision(args.texts, args.repeats, args.docs, args.queries)
+    elif args.what == "runtimes":
+        runtimes(args.texts, args.repeats, args.docs, args.queries)
     else:
         threads(args.texts, args.repeats)
 

@@ -53,6 +53,11 @@ CONFIGS = {
                    "SOURCEBOOK_WINDOW_POOLING": "pairs"},
     "fp32+pairs": {"SOURCEBOOK_EMBEDDING_PRECISION": "fp32", "SOURCEBOOK_VECTOR_WINDOWS": "true",
                    "SOURCEBOOK_WINDOW_POOLING": "pairs"},
+    # The fp32 weights run by OpenVINO in bfloat16 (embedders/openvino_session.py); with pairs, the default
+    # (precision "auto") where the CPU has bfloat16 instructions.
+    "bf16+pairs": {"SOURCEBOOK_EMBEDDING_PRECISION": "bf16", "SOURCEBOOK_VECTOR_WINDOWS": "true",
+                   "SOURCEBOOK_WINDOW_POOLING": "pairs"},
+    "bf16": {"SOURCEBOOK_EMBEDDING_PRECISION": "bf16", "SOURCEBOOK_VECTOR_WINDOWS": "false"},
 }
 PEER = """
 import json, sys, time
