@@ -1,12 +1,12 @@
 """The model's graph run by OpenVINO with bfloat16 arithmetic (`embedding_precision = "bf16"`).
 
 Why: on a CPU with bfloat16 instructions (AVX-512 BF16, AMX) OpenVINO runs the fp32 weights'
-matrix products in bf16 and fuses the encoder's layers itself; the same graph took about 0.55x
-the CPU time of onnxruntime's fp32 run (1.8x faster; `python bench/embedding_precision.py
-runtimes`), and its vectors keep a cosine of at least 0.9999 to fp32's, so they are recorded
-under the fp32 model's name and mix freely with vectors embedded by onnxruntime. onnxruntime's
-own int8 graph is about as fast but moves vectors about ten times as far and cost SciFact
-nDCG@10 0.004 (README "Embedding speed").
+matrix products in bf16 and fuses the encoder's layers itself; the same graph took 0.52x the
+CPU time of onnxruntime's fp32 run (`python bench/embedding_precision.py runtimes`), and its
+vectors keep a cosine of at least 0.9999 to fp32's (SciFact hybrid nDCG@10 0.7408 against
+0.7409), so they are recorded under the fp32 model's name and mix freely with vectors embedded
+by onnxruntime. onnxruntime's own int8 graph is slower (0.57x fp32's CPU time), moves vectors
+far more (cosine 0.996 at worst) and cost SciFact 0.004 (README "Embedding speed").
 
 `OpenVinoSession` offers the part of onnxruntime's `InferenceSession` that `LocalEmbedder` uses
 (`run`, `get_inputs`, `get_outputs`), so batching, pooling and windows stay in one place.
