@@ -1,13 +1,14 @@
 """Refit the answer-confidence calibration (answering/confidence.py) and print its constants.
 
 The whole refit is one command (knowledge bases it does not find in --kb-dir are built first,
-from the sets' corpora: about 15 min for all five on the loaded 2-core machine):
+from the sets' corpora: about 15 min for the first five on the loaded 2-core machine; asking the
+questions of all seven over built ones takes about 10 min):
 
     python bench/calibrate_answers.py --kb-dir /tmp/calib --check eval/pydocs/queries.jsonl=/tmp/pydocs.db \\
         --dump /tmp/calibration.jsonl --leave-one-set-out --write
 
-`--kb-dir DIR` reads the dev split of the five answers sets (gitdoc, microtype, valgrind, sqlite,
-dvipdfmx) over DIR/NAME.db, building a missing one as the sets' READMEs do
+`--kb-dir DIR` reads the dev split of the seven answers sets (gitdoc, microtype, valgrind, sqlite,
+dvipdfmx, zsh, vrbtabs) over DIR/NAME.db, building a missing one as the sets' READMEs do
 (`python eval/NAME/build.py` then `sourcebook --db DIR/NAME.db add eval/NAME/corpus`);
 `--set QA.jsonl=KB.db` adds any other set. `--write` pastes the constants into
 answering/confidence.py; `--check QUERIES.jsonl=KB.db` asks queries that all have an answer
@@ -62,7 +63,7 @@ from sourcebook.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "questions.jsonl"
 CONFIDENCE = ROOT / "src" / "sourcebook" / "answering" / "confidence.py"
-SETS = ("gitdoc", "microtype", "valgrind", "sqlite", "dvipdfmx")
+SETS = ("gitdoc", "microtype", "valgrind", "sqlite", "dvipdfmx", "zsh", "vrbtabs")
 CHECK = "check"
 """The `set` label prefix of rows from --check: measured, never fitted on."""
 L2 = 3.0
@@ -264,9 +265,21 @@ def report_held_out_sets(rows: list[dict[str, Any]], keep_gate: bool) -> None:
         pooled += refit.outcomes(inside)
         pooled_current += current.outcomes(inside)
         print(f"# held-out set {held} ({len(inside)}): " + _figures("refit without it", refit.score(inside))
-              + "; " + _figures("current constants", current.score(inside)))
+              + f"; AUC answerable {_held_out_auc(refit, inside)}; " + _figures("current constants", current.score(inside)))
     print(f"# held-out sets pooled ({len(pooled)}): " + _figures("refit without each", figures(pooled))
           + "; " + _figures("current constants", figures(pooled_current)))
+
+
+def _held_out_auc(fit: Fit, rows: list[dict[str, Any]]) -> str:
+    """The AUC of `fit`'s p_answerable on `rows` (a set it did not see), "n/a" without both labels.
+
+    It tells the two ways a gate fails on an unseen manual apart: a high AUC with many misses
+    means its scores are separable but sit above the threshold (a level the other manuals set);
+    a low one means the features do not tell its answerable questions from the others at all."""
+    labels = [row["answerable"] for row in rows]
+    if all(labels) or not any(labels):
+        return "n/a"
+    return f"{auc([fit.p_answerable.probability(row['features']) for row in rows], labels):.3f}"
 
 
 def auc(scores: list[float], labels: list[bool]) -> float:

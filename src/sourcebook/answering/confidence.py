@@ -27,7 +27,7 @@ citations) are calibrated alike:
                           (evidence.unheld_words)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
-splits of the five answers sets (eval/gitdoc, microtype, valgrind, sqlite, dvipdfmx) and
+splits of the seven answers sets (eval/gitdoc, microtype, valgrind, sqlite, dvipdfmx, zsh, vrbtabs) and
 examples/questions.jsonl (never on the test splits), whose output it pastes below (`--write`):
 
 * `p_correct`: the answer contains the expected fact. `Answer.confidence` is p_correct
