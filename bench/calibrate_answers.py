@@ -1,13 +1,14 @@
 """Refit the answer-confidence calibration (answering/confidence.py) and print its constants.
 
 The whole refit is one command (knowledge bases it does not find in --kb-dir are built first,
-from the sets' corpora: about 15 min for all five on the loaded 2-core machine):
+from the sets' corpora: about 15 min for the first five on the loaded 2-core machine; asking the
+questions of all seven over built ones takes about 10 min):
 
     python bench/calibrate_answers.py --kb-dir /tmp/calib --check eval/pydocs/queries.jsonl=/tmp/pydocs.db \\
         --dump /tmp/calibration.jsonl --leave-one-set-out --write
 
-`--kb-dir DIR` reads the dev split of the five answers sets (gitdoc, microtype, valgrind, sqlite,
-dvipdfmx) over DIR/NAME.db, building a missing one as the sets' READMEs do
+`--kb-dir DIR` reads the dev split of the seven answers sets (gitdoc, microtype, valgrind, sqlite,
+dvipdfmx, zsh, vrbtabs) over DIR/NAME.db, building a missing one as the sets' READMEs do
 (`python eval/NAME/build.py` then `sourcebook --db DIR/NAME.db add eval/NAME/corpus`);
 `--set QA.jsonl=KB.db` adds any other set. `--write` pastes the constants into
 answering/confidence.py; `--check QUERIES.jsonl=KB.db` asks queries that all have an answer
@@ -62,7 +63,7 @@ from sourcebook.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "questions.jsonl"
 CONFIDENCE = ROOT / "src" / "sourcebook" / "answering" / "confidence.py"
-SETS = ("gitdoc", "microtype", "valgrind", "sqlite", "dvipdfmx")
+SETS = ("gitdoc", "microtype", "valgrind", "sqlite", "dvipdfmx", "zsh", "vrbtabs")
 CHECK = "check"
 """The `set` label prefix of rows from --check: measured, never fitted on."""
 L2 = 3.0
@@ -253,20 +254,35 @@ def report_held_out_sets(rows: list[dict[str, Any]], keep_gate: bool) -> None:
     """Each question set (not examples/questions.jsonl, always fitted on) scored by a fit on the
     others and by the constants in answering/confidence.py, then all of them pooled so: whether
     a fit carries to a manual it has not seen, which leave-one-out over questions of the same
-    manuals does not show."""
+    manuals does not show. With each, the AUC of p_answerable (`_auc_of`)."""
     current = Fit(P_CORRECT, P_ANSWERABLE, ABSTAIN_BELOW)
     fitted = _fitted(rows)
     pooled: list[tuple[float, bool, bool, bool]] = []
     pooled_current: list[tuple[float, bool, bool, bool]] = []
+    ranked: list[tuple[float, bool]] = []
     for held in sorted({row["set"] for row in fitted} - {"examples"}):
         inside = [row for row in fitted if row["set"] == held]
         refit = Fit.on([row for row in rows if row["set"] != held], keep_gate)
         pooled += refit.outcomes(inside)
         pooled_current += current.outcomes(inside)
+        scored = [(refit.p_answerable.probability(row["features"]), row["answerable"]) for row in inside]
+        ranked += scored
         print(f"# held-out set {held} ({len(inside)}): " + _figures("refit without it", refit.score(inside))
-              + "; " + _figures("current constants", current.score(inside)))
+              + f", AUC answerable {_auc_of(scored)}; " + _figures("current constants", current.score(inside)))
     print(f"# held-out sets pooled ({len(pooled)}): " + _figures("refit without each", figures(pooled))
-          + "; " + _figures("current constants", figures(pooled_current)))
+          + f", AUC answerable {_auc_of(ranked)}; " + _figures("current constants", figures(pooled_current)))
+
+
+def _auc_of(scored: list[tuple[float, bool]]) -> str:
+    """The AUC of (p_answerable, answerable) pairs from fits that did not see them, "n/a" without both labels.
+
+    It tells the two ways a gate fails on an unseen manual apart: a high AUC with many misses
+    means its scores are separable but sit on the wrong side of the threshold (a level the other
+    manuals set); a low one means the features do not tell its answerable questions from the others."""
+    labels = [label for _, label in scored]
+    if all(labels) or not any(labels):
+        return "n/a"
+    return f"{auc([score for score, _ in scored], labels):.3f}"
 
 
 def auc(scores: list[float], labels: list[bool]) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import replace
@@ -127,6 +128,27 @@ def test_a_fit_is_scored_on_a_set_it_did_not_see(capsys: pytest.CaptureFixture[s
     pooled = bench.figures(alpha + beta)
     assert printed[2].startswith("# held-out sets pooled (48): refit without each: ")
     assert f"false abstention {pooled[1]:.3f}, ECE {pooled[2]:.3f}" in printed[2]
+    # The AUC of p_answerable, per set and pooled, each row scored by the fit that did not see it.
+    scored = [
+        (bench.Fit.on([r for r in rows if r["set"] != held]).p_answerable.probability(r["features"]), r["answerable"])
+        for held in ("alpha", "beta") for r in rows if r["set"] == held
+    ]
+    assert f", AUC answerable {bench.auc([s for s, _ in scored[:24]], [y for _, y in scored[:24]]):.3f}; " in printed[0]
+    assert f", AUC answerable {bench.auc([s for s, _ in scored], [y for _, y in scored]):.3f}; " in printed[2]
+    assert bench._auc_of([(0.3, True), (0.9, True)]) == "n/a"  # noqa: SLF001 (one label: no ranking to score)
+
+
+def test_the_refit_reads_the_seven_answers_sets_dev_splits_only() -> None:
+    """The one-command refit (--kb-dir) reads every answers set, the two written without running the
+    system on them (zsh, vrbtabs) included: leave-one-set-out over them is the honest figure."""
+    bench = load_bench("calibrate_answers")
+    assert bench.SETS == ("gitdoc", "microtype", "valgrind", "sqlite", "dvipdfmx", "zsh", "vrbtabs")
+    for name in bench.SETS:
+        questions = bench.ROOT / "eval" / name / "questions.jsonl"
+        assert (bench.ROOT / "eval" / name / "build.py").exists()
+        assert {item[0] for item in bench._dev(questions)} < {  # noqa: SLF001
+            json.loads(line)["id"] for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()
+        }
 
 
 def test_check_rows_are_never_fitted_on_and_cap_what_the_gate_withholds(capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,7 +27,7 @@ citations) are calibrated alike:
                           (evidence.unheld_words)
 
 Two logistic regressions over them, fitted by bench/calibrate_answers.py on the dev
-splits of the five answers sets (eval/gitdoc, microtype, valgrind, sqlite, dvipdfmx) and
+splits of the seven answers sets (eval/gitdoc, microtype, valgrind, sqlite, dvipdfmx, zsh, vrbtabs) and
 examples/questions.jsonl (never on the test splits), whose output it pastes below (`--write`):
 
 * `p_correct`: the answer contains the expected fact. `Answer.confidence` is p_correct
@@ -114,10 +114,10 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-28 (code at dd8f06d) on 194 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind.
-P_CORRECT = LogisticModel(-9.3909, (-0.1449, 3.4809, 2.8569, 4.6108, 1.4571, 0.4375, 1.5542, 2.6743, 0.1246, -0.6804, 1.1873, -2.8095, -0.3017))
-P_ANSWERABLE = LogisticModel(-7.7256, (3.1932, 0.3871, 0.8334, 5.3791, 2.9478, 0.4679, 0.886, -0.0353, 0.7448, -1.0443, 0.7192, -3.2202, -1.6268))
-ABSTAIN_BELOW = 0.4525
+# Fitted on 2026-11-28 (code at 9c16d88) on 242 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind, vrbtabs, zsh.
+P_CORRECT = LogisticModel(-8.8859, (-0.9874, 4.5914, 2.7752, 4.6749, 1.9019, 0.3423, 1.2431, 2.6616, 0.2725, -0.7212, 0.9126, -2.644, -0.2466))
+P_ANSWERABLE = LogisticModel(-7.5215, (2.5516, 1.8707, -0.7177, 6.4223, 2.8118, 0.5373, 1.3115, -0.3241, 0.6316, -0.6635, 0.9411, -3.2853, -1.571))
+ABSTAIN_BELOW = 0.4301
 
 
 @dataclass(frozen=True)
