@@ -98,7 +98,11 @@ def check_chunks(
     whole = len(chunks) == 1
     for previous, chunk in zip([None, *chunks], chunks):
         touched = touched_blocks(doc, chunk)
-        assert chunk.heading_path == common_path([doc.blocks[i].heading_path for i in touched])
+        blocks = [doc.blocks[i] for i in touched]
+        lead = next((i for i, block in enumerate(blocks) if block.kind != "heading"), 0)
+        if blocks[lead].kind == "term":  # bare headings leading into an entry: the entry's path
+            blocks = blocks[lead:]
+        assert chunk.heading_path == common_path([block.heading_path for block in blocks])
         first = next(i for i, (s, e) in enumerate(spans) if s <= chunk.start < e)
         assert chunk.page == doc.blocks[first].page
         assert chunk.prefix == make_prefix(doc.title, chunk.heading_path)
@@ -243,6 +247,24 @@ def test_later_chunks_of_a_section_have_its_full_path() -> None:
     assert chunks[0].heading_path == ("Reference",)
     assert {c.heading_path for c in chunks[1:]} == {("Reference", "API")}
     assert chunks[1].prefix == "Doc > Reference > API"
+
+
+def test_a_section_opening_with_an_entry_keeps_the_entry_term_in_its_first_chunk() -> None:
+    """A bare section heading joins the entry after it; the chunk stays the entry's, as the
+    next entry's chunk is, so its term is what the chunk is cited and answered as."""
+    section = ("Options", "History")
+    doc = doc_of(
+        Block("heading", "History", section),
+        Block("term", "APPEND_HISTORY <D>", (*section, "APPEND_HISTORY <D>")),
+        Block("paragraph", prose(30, 1), (*section, "APPEND_HISTORY <D>")),
+        Block("term", "BANG_HIST", (*section, "BANG_HIST")),
+        Block("paragraph", prose(30, 2), (*section, "BANG_HIST")),
+    )
+    chunks = chunk_document(doc, simple_count, max_tokens=64)
+    check_chunks(doc, chunks, simple_count, 64, 0.15)
+    assert [(c.text.split("\n")[0], c.heading_path[-1]) for c in chunks] == [
+        ("History", "APPEND_HISTORY <D>"), ("BANG_HIST", "BANG_HIST"),
+    ]
 
 
 def test_chunks_never_span_two_pages() -> None:

@@ -44,7 +44,11 @@ only their ratios matter. SciFact's odd half, pydocs and the test splits were no
 _TOKEN = re.compile(r"[\w.<>:/=+@-]+")
 _TRIM = ".,:;?!()[]{}'\"`"
 _CAMEL = re.compile(r"[a-z][A-Z]")
-TYPE_NOTE = re.compile(r"\s*\([^()]*\)\s*$")  # "max_clients (integer)": the type is no part of the name
+# What a reference entry's term carries after its name, no part of the name: a type
+# ("max_clients (integer)"), an alias (zsh's "AUTO_LIST (-9)") and the letter marks Texinfo manuals
+# set after a name ("HISTSIZE <S>" special, "APPEND_HISTORY <D>" on by default), in any order.
+ENTRY_NOTE = re.compile(r"(?:\s*(?:\([^()]*\)|<[A-Z]{1,2}>))+\s*$")
+LETTER_MARK = re.compile(r"\s<[A-Z]{1,2}>(?=\s|$)")
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?")
 # An option signature's argument placeholders and bracketed parts: `<file>`, `[default: no]`, `[,0xRR-0xSS]`.
 _SIGNATURE_GROUP = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
@@ -218,6 +222,6 @@ def named_entry(query_identifiers: Sequence[str], chunk: StoredChunk) -> bool:
     if not query_identifiers or not chunk.heading_path:
         return False
     last = chunk.heading_path[-1].lower()
-    names = {TYPE_NOTE.sub("", part).strip() for part in last.split(",")}
+    names = {ENTRY_NOTE.sub("", part).strip().lower() for part in chunk.heading_path[-1].split(",")}
     names |= {name.replace("[no-]", "") for name in names} | set(signature_names(last))
     return any(ident in names or ident.split("=")[0] in names for ident in query_identifiers)

@@ -200,6 +200,19 @@ def test_a_tex_macro_heading_is_an_entry_term() -> None:
     assert stated("This command changes the context.", entry) == "\\microtypecontext: This command changes the context."
 
 
+def test_a_marked_term_and_a_symbol_term_are_entry_terms() -> None:
+    """Texinfo manuals set letter marks and aliases after an entry's name (`HISTSIZE <S>`,
+    `AUTO_LIST (-9) <D>`) and define operators and escapes in symbols (`%~`, `<<< word`): the
+    entries are still terms, so a sentence of theirs names what it is about; titles are not."""
+    for term in ("pipestatus <S> <Z>", "HISTSIZE <S>", "AUTO_LIST (-9) <D>", "%~", "%d, %/", "<<< word"):
+        entry = chunk(("Manual", "2 Parameters", term), "The thing the entry defines.")
+        assert stated("The thing the entry defines.", entry) == f"{term}: The thing the entry defines."
+    for title in ("OPTIONS", "Overview (optional)", "16.2.4 History", "— see also"):
+        section = chunk(("Manual", title), "The thing the section says.")
+        assert stated("The thing the section says.", section) == "The thing the section says."
+    assert named_entry(["ps4"], chunk(("Manual", "PS4 <S>"), "The execution trace prompt."))
+
+
 def test_a_missing_default_is_looked_for_only_when_asked() -> None:
     wanted = missing_value(Focus.of("What window size does gc use by default?"), ["The window size used by gc."])
     assert wanted is not None and wanted("This defaults to 250.") and not wanted("It is used by gc.")

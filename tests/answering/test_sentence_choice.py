@@ -132,3 +132,16 @@ def test_a_pronoun_sentence_is_scored_with_its_antecedent_but_ranked_on_its_own_
                     "You can use the --gen-suppressions=yes option. This tells Valgrind to print a suppression.")
     option, pronoun = named["You can use the --gen-suppressions=yes option."], named["This tells Valgrind to print a suppression."]
     assert option.rank_score > option.score and pronoun.rank_score == pronoun.score
+
+
+def test_a_default_stated_of_the_asked_name_in_another_entry_is_quoted() -> None:
+    """The asked option's entry gives no default; the variable's entry states it of that option."""
+    question = "What window size does tool pack --deep use by default?"
+    option = make_chunk(("Manual", "OPTIONS", "--deep"),
+                        "Usually tool pack runs quickly with a fair window size. The --deep window search takes far more time.")
+    variable = make_chunk(("Manual", "CONFIGURATION", "pack.deepWindow"),
+                          "The window size used by tool pack --deep. This defaults to 250, a large window.")
+    other = make_chunk(("Manual", "CONFIGURATION", "pack.window"), "The window size of tool pack. This defaults to 10.")
+    hits = [Hit(1, 3.0, option), Hit(2, 2.0, variable), Hit(3, 1.0, other)]
+    answer = ExtractiveAnswerer(_SameVector(), ExtractiveConfig()).answer(question, hits, np.ones(2) / np.sqrt(2))  # type: ignore[arg-type]
+    assert "250" in answer.answer and "defaults to 10" not in answer.answer

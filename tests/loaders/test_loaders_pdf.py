@@ -125,6 +125,24 @@ def test_gaps_font_sizes_and_columns_separate_paragraphs() -> None:
     ]
 
 
+def test_footnotes_set_tighter_do_not_split_the_prose_into_lines() -> None:
+    """Each size has its own line spacing: 8pt footnotes 7 apart do not make the 12-apart lines
+    of the 10pt text above them look like paragraphs of one line each."""
+    lines = [
+        TextLine("a paragraph of the body text that fills", 700, 10),
+        TextLine("the measure, on a page with footnotes", 688, 10),
+        TextLine("after a wide gap a new paragraph that", 660, 10),
+        TextLine("also fills the measure of the column", 648, 10),
+        TextLine("1A footnote set in smaller type that", 100, 8),
+        TextLine("runs over two lines at a tight spacing", 93, 8),
+    ]
+    assert _texts(page_paragraphs(lines)) == [
+        "a paragraph of the body text that fills the measure, on a page with footnotes",
+        "after a wide gap a new paragraph that also fills the measure of the column",
+        "1A footnote set in smaller type that runs over two lines at a tight spacing",
+    ]
+
+
 def test_running_headers_and_footers_are_dropped(make_pdf: Callable[..., bytes]) -> None:
     content = ["Welcome to the handbook.", "Holidays are 25 days.", "Expenses need receipts."]
     pages = [["ACME Internal", text, f"Page {n} of 3"] for n, text in enumerate(content, start=1)]

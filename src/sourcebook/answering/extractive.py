@@ -91,6 +91,14 @@ def _defining(question: str, scored: list[ScoredSentence]) -> list[ScoredSentenc
     return defining or scored
 
 
+def names_asked(question: str, statement: str) -> bool:
+    """Whether `statement` writes every name the question writes (`--aggressive`): a value stated
+    of the asked name in another entry (a configuration variable's "used by gc --aggressive. This
+    defaults to 250") is the asked one's, unlike a value of a neighbouring entry."""
+    names = identifiers(question)
+    return bool(names) and set(names) <= set(identifiers(statement))
+
+
 def _reading(sentence: str, text: str) -> str:
     """`sentence` as it is scored: after the sentence its pronoun subject refers to, when it has one."""
     before = antecedent(sentence, text)
@@ -139,6 +147,9 @@ class ExtractiveAnswerer:
             picked = [sentence for sentence, _ in chosen]
             near = [s for s in ranked if s.hit.chunk.id == source or wanted.anywhere and s.rank_score >= top - WIDE_MARGIN]
             extra = next((s for s in near if s not in picked and wanted(stated(s.text, s.hit.chunk))), None)
+            if extra is None:  # another entry may state it of the asked name: "...used by gc --aggressive. This defaults to 250"
+                extra = next((s for s in sorted(scored, key=lambda s: -s.rank_score) if s not in picked
+                              and names_asked(question, statement := stated(s.text, s.hit.chunk)) and wanted(statement)), None)
             if extra is not None:
                 chosen = _selected([*(sentence for sentence, _ in chosen[: limit - 1]), extra], limit)
         numbers: dict[str, int] = {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..chunking import sentence_texts
 from ..models import StoredChunk
-from ..reranking import TYPE_NOTE, identifiers, signature_names
+from ..reranking import ENTRY_NOTE, LETTER_MARK, identifiers, signature_names
 from .lexical import content_terms
 
 _DEFAULT = re.compile(r"\bdefaults?\b|\bdefault value\b", re.IGNORECASE)
@@ -48,6 +48,10 @@ _CALL = re.compile(r"\b([A-Za-z_][\w.]*)\(\)")
 _WANTS_FILE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?files?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"\b\w[\w-]+\.[a-z]{2,5}\b")  # texmf.cnf, massif.out; not "e.g."
 _LOWER_NAME = re.compile(r"[a-z][a-z0-9]*")  # "ort", "timeout": a lower-case word names something; "Overview" does not
+# An operator or escape a shell or template language defines, led by a symbol, with at most one
+# lower-case placeholder after it: `%~`, `%d`, `>| word`, `<<< word`; not a quoted or bracketed title,
+# nor an option with its argument (`-T hsize`: a signature, whose name is the option alone).
+_OPERATOR = re.compile(r"[^\w\s'\"‘“(\[{-]\S*(?:\s[a-z]+)?")
 _OPENING_QUOTES = frozenset("‘“'\"`")
 _CLOSING_QUOTES = frozenset("’”'\"`")
 _NEGATABLE = re.compile(r"--\[no-\]([\w-]+)")
@@ -143,11 +147,20 @@ def looks_like_term(heading: str) -> bool:
 
 
 def _plain_term(heading: str) -> bool:
-    names = [TYPE_NOTE.sub("", part).strip() for part in heading.split(",")]
-    return all(
-        name and " " not in name
-        and (name.startswith(("-", "<", "\\")) or name.endswith("()") or bool(identifiers(name)) or _LOWER_NAME.fullmatch(name))
-        for name in names
+    return all(_plain_name(part) for part in heading.split(","))
+
+
+def _plain_name(part: str) -> bool:
+    """One name of a term: an option, identifier or lower-case word; any single word marked as an
+    entry by Texinfo's letter marks (`HISTSIZE <S>`); an operator or escape written in symbols,
+    alone or with its one placeholder word (`%~`, `>| word`, `<<< word`)."""
+    name = ENTRY_NOTE.sub("", part).strip()
+    if not name:
+        return False
+    if _OPERATOR.fullmatch(name) or " " not in name and LETTER_MARK.search(part):
+        return True
+    return " " not in name and bool(
+        name.startswith(("-", "<", "\\")) or name.endswith("()") or identifiers(name) or _LOWER_NAME.fullmatch(name)
     )
 
 

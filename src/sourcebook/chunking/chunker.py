@@ -466,9 +466,11 @@ class _DocumentChunker:
 
     def _heading_path(self, start: int, end: int) -> tuple[str, ...]:
         """The heading path shared by every block the span touches (its first block's,
-        unless the span runs from a parent heading into a subsection)."""
-        first, last = self._block_index(start), self._block_index(end - 1)
-        return _common_path([block.heading_path for block in self.blocks[first : last + 1]])
+        unless the span runs from a parent heading into a subsection). Bare headings leading into
+        an entry's term (a Texinfo or AsciiDoc list opening a section) keep the term in the path."""
+        blocks = self.blocks[self._block_index(start) : self._block_index(end - 1) + 1]
+        lead = next((i for i, block in enumerate(blocks) if block.kind != "heading"), 0)
+        return _common_path([block.heading_path for block in blocks[lead if blocks[lead].kind == "term" else 0 :]])
 
     def _raw_prefix(self, path: tuple[str, ...]) -> str:
         return make_prefix(self.doc.title, path)

@@ -219,22 +219,20 @@ def page_paragraphs(lines: Sequence[TextLine], code: bool = True) -> list[Paragr
     lines = [replace(line, text=line.text.strip(), mono=code and line.mono) for line in lines]  # a copy, stripped
     lengths = sorted(len(line.text) for line in lines if line.text)
     typical = lengths[int(0.8 * (len(lengths) - 1))] if lengths else 0
-    # The tightest spacing between same-size lines is the page's line spacing (a
-    # median would be skewed by paragraph gaps on pages with few lines).
-    gaps = [
-        above.y - below.y
-        for above, below in itertools.pairwise(lines)
-        if above.y is not None
-        and below.y is not None
-        and above.size is not None
-        and above.size == below.size
-        and above.y - below.y >= 0.5 * above.size
-    ]
-    spacing = min(gaps, default=None)
+    # The tightest spacing between same-size lines is a size's line spacing (a median would be
+    # skewed by paragraph gaps on pages with few lines); per size, as footnotes set in smaller type
+    # are set tighter, and the page's tightest spacing made every line of its prose a paragraph.
+    spacings: dict[float, float] = {}
+    for above, below in itertools.pairwise(lines):
+        if above.y is not None and below.y is not None and above.size is not None and above.size == below.size:
+            if (gap := above.y - below.y) >= 0.5 * above.size:
+                spacings[above.size] = min(gap, spacings.get(above.size, gap))
+    tightest = min(spacings.values(), default=None)
     groups: list[tuple[bool, list[TextLine]]] = [(False, [])]
     previous: TextLine | None = None
     for index, line in enumerate(lines):
         in_code = groups[-1][0]
+        spacing = spacings.get(line.size, tightest) if line.size is not None else tightest
         following = lines[index + 1] if index + 1 < len(lines) else None
         if previous is None or not line.text:
             groups.append((line.mono, []))
