@@ -32,7 +32,10 @@ import hashlib
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,9 +138,15 @@ def noisy(rng: np.random.Generator, base: np.ndarray, sigma: float) -> np.ndarra
 
 def build(
     store: Store, embedder: Embedder, settings: Settings, material: dict[str, Any], n_chunks: int, per_doc: int,
-    sigma: float, seed: int,
+    sigma: float, seed: int, writers: int = 1,
 ) -> dict[str, Any]:
+    """Write the synthetic corpus through `store`, document by document. With `writers` > 1 the
+    writes (upsert_document + replace_chunks, one document each) run on that many threads while
+    this one generates the next documents: a server store then works on several documents at
+    once (the same corpus: generation stays sequential, only the writes overlap)."""
     rng = np.random.default_rng(seed + 1)
+    writing = ThreadPoolExecutor(writers) if writers > 1 else None
+    pending: deque[Future[None]] = deque()
     store.ensure_collection(COLLECTION, embedder.name, embedder.dimension)
     documents, sentences, pool = material["documents"], material["sentences"], material["all_sentences"]
     real_doc, real_vectors, lengths = material["real_doc"], material["vectors"], material["chunk_chars"]
@@ -163,20 +172,36 @@ def build(
             offset += len(text) + 2
         source = f"synthetic/{d:06d}"
         doc_id = document_id(COLLECTION, source)
-        store.upsert_document(doc_id, collection=COLLECTION, source=source, title=title,
-                              media_type="application/x-beir", metadata={"synthetic": True, "from": real.source},
-                              status=DocumentStatus.PROCESSING)
         windows = [noisy(rng, np.repeat(vectors[i : i + 1], len(window_texts(chunk)), axis=0), sigma)
                    if settings.vector_windows else np.zeros((0, vectors.shape[1]), np.float32)
                    for i, chunk in enumerate(chunks)]
         window_count += sum(len(w) for w in windows)
-        store.replace_chunks(doc_id, content_hash=sha256_text("\x00".join(texts)), title=title, chunks=chunks,
-                             vectors=vectors, windows=windows)
+        write = partial(_write_document, store, doc_id, source, title, real.source, texts, chunks, vectors, windows)
+        if writing is None:
+            write()
+        else:
+            pending.append(writing.submit(write))
+            while len(pending) > 4 * writers:  # bounded: generation waits for the writers
+                pending.popleft().result()
         written += count
         d += 1
         if d % 2000 == 0:
             say(f"  {written:,} chunks in {d:,} documents (load {load()})")
+    if writing is not None:
+        for future in pending:
+            future.result()
+        writing.shutdown()
     return {"documents": d, "chunks": written, "window_vectors": window_count, "mean_cosine_to_base": float(np.mean(cosines))}
+
+
+def _write_document(store: Store, doc_id: str, source: str, title: str, origin: str, texts: list[str],
+                    chunks: list[Chunk], vectors: np.ndarray, windows: list[np.ndarray]) -> None:
+    """One synthetic document through the store, as ingestion writes it: the row, then its chunks."""
+    store.upsert_document(doc_id, collection=COLLECTION, source=source, title=title,
+                          media_type="application/x-beir", metadata={"synthetic": True, "from": origin},
+                          status=DocumentStatus.PROCESSING)
+    store.replace_chunks(doc_id, content_hash=sha256_text("\x00".join(texts)), title=title, chunks=chunks,
+                         vectors=vectors, windows=windows)
 
 
 def corpus_params(probe: KnowledgeBase, chunks: int, per_doc: int, n_real: int, noise: float, seed: int) -> dict[str, Any]:
