@@ -114,10 +114,10 @@ class LogisticModel:
 
 
 # Fitted by `python bench/calibrate_answers.py` (see its docstring for the data); do not edit by hand.
-# Fitted on 2026-11-28 (code at f55dc7e) on 242 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind, vrbtabs, zsh.
-P_CORRECT = LogisticModel(-8.6866, (-1.6217, 3.1749, 2.1113, 5.8977, 2.6131, 0.4899, 0.7535, 2.337, -0.0184, -0.1641, 0.7455, -2.9781, -0.5031))
-P_ANSWERABLE = LogisticModel(-8.2784, (2.4421, 2.5011, -1.7824, 8.5349, 2.587, 0.5558, 1.5987, -0.1209, 0.7181, -0.7055, 0.8652, -3.4433, -1.5333))
-ABSTAIN_BELOW = 0.4216
+# Fitted on 2026-11-28 (code at 9c16d88) on 242 dev questions of dvipdfmx, examples, gitdoc, microtype, sqlite, valgrind, vrbtabs, zsh.
+P_CORRECT = LogisticModel(-8.8859, (-0.9874, 4.5914, 2.7752, 4.6749, 1.9019, 0.3423, 1.2431, 2.6616, 0.2725, -0.7212, 0.9126, -2.644, -0.2466))
+P_ANSWERABLE = LogisticModel(-7.5215, (2.5516, 1.8707, -0.7177, 6.4223, 2.8118, 0.5373, 1.3115, -0.3241, 0.6316, -0.6635, 0.9411, -3.2853, -1.571))
+ABSTAIN_BELOW = 0.4301
 
 
 @dataclass(frozen=True)
